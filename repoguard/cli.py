@@ -1,0 +1,101 @@
+"""The `repoguard` command: parses arguments, calls one stage, maps errors to exit codes.
+
+Thin by design (see STYLE.md, pre-commit's `commands/`): every subcommand lives in
+`repoguard/commands/<name>.py`; this module only wires them up.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import sys
+from typing import Sequence
+
+from repoguard import __version__
+from repoguard.commands import COMMANDS
+from repoguard.errors import EXIT_USAGE, RepoguardError
+
+log = logging.getLogger("repoguard")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line (argparse's own default is a usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"repoguard: error: {message} (see --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config", metavar="FILE", default=None,
+        help="config file (default: repoguard.toml at the scanned repo's root)",
+    )
+    common.add_argument(
+        "--out", metavar="DIR", default=None,
+        help="output directory for artefacts (default: .repoguard/ in the scanned repo)",
+    )
+    common.add_argument("-v", "--verbose", action="count", default=0, help="more output; tracebacks on error")
+    common.add_argument("-q", "--quiet", action="store_true", help="only errors and results")
+    return common
+
+
+def _load_commands() -> list:
+    modules = []
+    for name in COMMANDS:
+        mod_name = f"repoguard.commands.{name.replace('-', '_')}"
+        if importlib.util.find_spec(mod_name) is None:
+            continue
+        modules.append(importlib.import_module(mod_name))
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (every subcommand that exists in this install)."""
+    common = _common_options()
+    parser = _Parser(
+        prog="repoguard",
+        description="Scan a monorepo for credentials and trade secrets, and fine-tune a code model "
+        "on it with a per-secret bound on reconstruction (Hush weighted DP-SGD).",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"repoguard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for mod in _load_commands():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP, parents=[common])
+        mod.register(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def _configure_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script. Returns the exit code (0 ok, 1 policy, 2 usage/input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    _configure_logging(args.verbose, args.quiet)
+    try:
+        return int(args._run(args) or 0)
+    except RepoguardError as exc:
+        if args.verbose:
+            raise
+        sys.stderr.write(f"repoguard: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("repoguard: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

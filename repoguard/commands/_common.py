@@ -1,0 +1,47 @@
+"""Helpers every subcommand shares: resolve the repository, its config and the output directory."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from repoguard.config import Config, default_config_path, load_config
+from repoguard.gitrepo import GitRepo, PlainDir, open_repo
+
+DEFAULT_OUT = ".repoguard"
+
+
+def add_path_argument(parser, *, help: str = "repository to work on (default: current directory)") -> None:
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH", help=help)
+
+
+def add_json_flag(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+
+
+def resolve_config(args, root: Path) -> Config:
+    """`--config FILE` (must exist) or `repoguard.toml` at `root` (optional: defaults if absent)."""
+    if getattr(args, "config", None):
+        return load_config(args.config, required=True)
+    return load_config(default_config_path(root), required=False)
+
+
+def resolve_out(args, root: Path) -> Path:
+    out = getattr(args, "out", None)
+    return Path(out).resolve() if out else root / DEFAULT_OUT
+
+
+def resolve_repo(args, path: str | None = None, *, allow_plain: bool = False
+                 ) -> tuple[GitRepo | PlainDir, Config, Path]:
+    """Open the repository at `path` (default `args.path` or "."), load its config and output dir.
+
+    Raises InputError (exit 2) for a missing/broken repository or an invalid config."""
+    target = path if path is not None else getattr(args, "path", None) or "."
+    repo = open_repo(target, allow_plain=allow_plain)
+    return repo, resolve_config(args, repo.root), resolve_out(args, repo.root)
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")

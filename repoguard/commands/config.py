@@ -1,0 +1,42 @@
+"""`repoguard config validate [PATH]`: print the resolved config or a one-line error."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from repoguard.commands._common import print_json
+
+NAME = "config"
+HELP = "validate and show the repoguard.toml configuration"
+
+
+def register(parser) -> None:
+    sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    v = sub.add_parser("validate", help="validate a config and print it resolved",
+                       description="Validate PATH (a repoguard.toml, or a directory holding one; "
+                       "default: --config or ./repoguard.toml) and print the resolved config.")
+    v.add_argument("target", nargs="?", default=None, metavar="PATH")
+    v.add_argument("--json", action="store_true", help="print the resolved config as JSON")
+
+
+def run(args) -> int:
+    from repoguard.config import CONFIG_FILENAME, load_config
+
+    target = args.target or args.config or CONFIG_FILENAME
+    cfg = load_config(Path(target), required=True)
+    if args.json:
+        print_json(cfg.to_dict())
+        return 0
+    print(f"{cfg.path}: valid")
+    print(f"defaults: p = {cfg.defaults.p:g}, r = {cfg.defaults.r:g}")
+    for name, prot in sorted(cfg.levels.items()):
+        print(f"level {name}: p = {prot.p:g}, r = {prot.r:g}")
+    print(f"corpus: max_file_bytes = {cfg.corpus.max_file_bytes}, example_max_chars = "
+          f"{cfg.corpus.example_max_chars}, exclude = {list(cfg.corpus.exclude)}")
+    print(f"{len(cfg.secrets)} secret(s):")
+    for s in cfg.secrets:
+        src = f"level {s.level}" if s.level else "explicit/default"
+        print(f"  {s.id}: p = {s.p:g}, r = {s.r:g} ({src}); paths {list(s.paths)}; owners "
+              f"{list(s.owners)}; codenames {list(s.codenames)}; propagate imports={s.propagate.imports} "
+              f"owners={s.propagate.owners} authors={s.propagate.authors} "
+              f"cochange={s.propagate.cochange} codenames={s.propagate.codenames}")
+    return 0

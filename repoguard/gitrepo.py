@@ -1,0 +1,502 @@
+"""All git access: tracked files with blob SHAs, streamed history, staged files and patches.
+
+Everything goes through the `git` binary in a subprocess and streams its output: one
+`git log -z --name-status` call reads the whole history (GitPython's `Commit.stats` is 27–66×
+slower and wrong on merges), `git cat-file --batch` reads many blobs through one process, and
+patches are parsed line by line so a huge blob never sits in memory twice. Output is split on
+NUL / `\\n` only, never `splitlines()` (which also splits on \\x0b, \\x1c, U+2028 … inside paths
+and messages).
+
+A plain directory (no git) is served by `PlainDir` in working-tree mode where a command allows it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Sequence
+
+from repoguard.errors import InputError
+
+log = logging.getLogger(__name__)
+
+SUBMODULE_MODE = "160000"
+SYMLINK_MODE = "120000"
+# Separators for the log format: ASCII record/unit separators never occur in git metadata we read.
+_REC = "\x1e"
+_UNIT = "\x1f"
+_LOG_FORMAT = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI", "%B"]) + _UNIT
+
+
+@dataclass(frozen=True)
+class TrackedFile:
+    """A file in the index: repo-relative POSIX `path`, `blob_sha` (hex), git `mode` ("100644"…)."""
+
+    path: str
+    blob_sha: str
+    mode: str
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == SYMLINK_MODE
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path changed by a commit. `status` is git's letter (A, M, D, R, C, T); for renames and
+    copies `old_path` is the source and `similarity` git's score (0–100)."""
+
+    status: str
+    path: str
+    old_path: str | None = None
+    similarity: int | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit from `git log`: dates are ISO-8601 strings with offset (`%aI`, `%cI`)."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author_name: str
+    author_email: str
+    author_date: str
+    committer_date: str
+    message: str
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(c.path for c in self.changes)
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    """A line added by a patch: new-side `path`, 1-based `line` number, `text` without newline."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass
+class Patch:
+    """Added lines of one commit (or of the staged change when `commit` is None)."""
+
+    commit: Commit | None
+    added: list[AddedLine] = field(default_factory=list)
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The SHA-1 git would give `data` as a blob (`git hash-object`), hex. Used for stable example
+    ids of working-tree content, tracked or not."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", errors="surrogateescape")
+
+
+class GitRepo:
+    """A git working tree. Raises `InputError` when `path` is not inside one or git is unusable.
+
+    `root` is the absolute top level; paths everywhere are POSIX and relative to it.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        p = Path(path)
+        if not p.exists():
+            raise InputError(f"{p}: no such directory")
+        if not p.is_dir():
+            raise InputError(f"{p}: not a directory")
+        try:
+            out = subprocess.run(
+                ["git", "rev-parse", "--show-toplevel"], cwd=p, capture_output=True, check=False
+            )
+        except FileNotFoundError as exc:  # pragma: no cover - git missing
+            raise InputError("git: command not found; install git or use --no-git") from exc
+        if out.returncode != 0:
+            msg = _decode(out.stderr).strip().splitlines()[-1:] or ["unknown error"]
+            raise InputError(f"{p}: not a usable git repository ({msg[0]})")
+        self.root = Path(_decode(out.stdout).strip()).resolve()
+        # A repo whose HEAD is unborn (no commits yet) is valid: history is empty.
+        head = self._git("rev-parse", "--verify", "-q", "HEAD", check=False)
+        self.head: str | None = head.strip() or None
+        shallow = self._git("rev-parse", "--is-shallow-repository", check=False).strip()
+        self.is_shallow = shallow == "true"
+        if self.is_shallow:
+            log.info("%s: shallow clone; history stops at the grafted commits", self.root)
+
+    is_git = True
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _git(self, *args: str, check: bool = True, input: bytes | None = None) -> str:
+        out = subprocess.run(["git", *args], cwd=self.root, capture_output=True, input=input)
+        if check and out.returncode != 0:
+            err = _decode(out.stderr).strip().splitlines()
+            raise InputError(f"{self.root}: git {args[0]} failed ({err[-1] if err else out.returncode})")
+        return _decode(out.stdout)
+
+    def _stream(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+    @staticmethod
+    def _finish(proc: subprocess.Popen, what: str, root: Path) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        if proc.wait() != 0:
+            lines = _decode(err).strip().splitlines()
+            raise InputError(f"{root}: git {what} failed ({lines[-1] if lines else proc.returncode})")
+
+    # -- working tree ---------------------------------------------------------------------------
+    def tracked_files(self) -> list[TrackedFile]:
+        """Files in the index (stage 0), sorted by path. Submodules are skipped with a notice."""
+        out = self._git("ls-files", "-s", "-z", "--full-name")
+        files: list[TrackedFile] = []
+        for rec in out.split("\0"):
+            if not rec:
+                continue
+            meta, _, path = rec.partition("\t")
+            mode, sha, stage = meta.split(" ")
+            if stage != "0":
+                continue  # unmerged entries: the working tree is authoritative, seen once below
+            if mode == SUBMODULE_MODE:
+                log.info("%s: submodule skipped", path)
+                continue
+            files.append(TrackedFile(path=path, blob_sha=sha, mode=mode))
+        return files
+
+    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell)."""
+        with open(self.root / path, "rb") as fh:
+            return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+
+    # -- blobs ----------------------------------------------------------------------------------
+    def read_blob(self, sha: str) -> bytes:
+        """Contents of one blob. For many, use `read_blobs` (one process)."""
+        out = subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True)
+        if out.returncode != 0:
+            raise InputError(f"{self.root}: cannot read blob {sha[:12]}")
+        return out.stdout
+
+    def read_blobs(self, shas: Iterable[str]) -> Iterator[tuple[str, bytes | None]]:
+        """Stream `(sha, bytes)` for each sha via one `git cat-file --batch`; bytes is None when
+        the object is missing."""
+        proc = subprocess.Popen(
+            ["git", "cat-file", "--batch"], cwd=self.root,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for sha in shas:
+                proc.stdin.write(sha.encode() + b"\n")
+                proc.stdin.flush()
+                header = proc.stdout.readline().rstrip(b"\n").split(b" ")
+                if len(header) < 3 or header[1] == b"missing":
+                    yield sha, None
+                    continue
+                size = int(header[2])
+                data = proc.stdout.read(size)
+                proc.stdout.read(1)  # trailing LF
+                yield sha, data
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            proc.wait()
+
+    # -- history --------------------------------------------------------------------------------
+    def iter_commits(
+        self,
+        rev: str = "HEAD",
+        *,
+        since: str | None = None,
+        paths: Sequence[str] = (),
+        all_refs: bool = False,
+        first_parent: bool = False,
+        merges: str = "skip",
+        renames: bool = True,
+    ) -> Iterator[Commit]:
+        """Stream commits newest first from one `git log -z --name-status` call.
+
+        `since`: a revision; only commits reachable from `rev` but not from `since` (`since..rev`).
+        `merges`: "skip" (no merge commits), "none" (merges listed without changes, git's default)
+        or "first-parent" (a merge's changes against its first parent). Renames are detected
+        (`-M`) unless `renames=False`. Yields nothing for an unborn HEAD.
+        Raises InputError when git fails (bad revision, corrupt repository).
+        """
+        if self.head is None and not all_refs:
+            return
+        args = ["log", "-z", f"--format={_LOG_FORMAT}", "--name-status", "--no-color"]
+        args.append("-M" if renames else "--no-renames")
+        if merges == "skip":
+            args.append("--no-merges")
+        elif merges == "first-parent":
+            args.append("--diff-merges=first-parent")
+        elif merges != "none":
+            raise ValueError(f"merges must be skip, none or first-parent, not {merges!r}")
+        if first_parent:
+            args.append("--first-parent")
+        if all_refs:
+            args.append("--all")
+        else:
+            args.append(f"{since}..{rev}" if since else rev)
+        args.append("--")
+        args.extend(paths)
+        proc = self._stream(*args)
+        assert proc.stdout is not None
+        try:
+            yield from _parse_log(_read_records(proc.stdout))
+        finally:
+            self._finish(proc, "log", self.root)
+
+    def iter_patches(
+        self, rev: str = "HEAD", *, since: str | None = None, all_refs: bool = False,
+        max_line_chars: int = 100_000,
+    ) -> Iterator[Patch]:
+        """Stream the added lines of every commit (`git log -p -U0`), newest first, merges skipped.
+
+        Lines longer than `max_line_chars` are cut (their head is kept) so a minified or
+        single-line 100 MB blob cannot exhaust memory. Binary diffs yield no lines.
+        """
+        if self.head is None and not all_refs:
+            return
+        fmt = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI"]) + _UNIT
+        # -M: a pure rename adds no lines, so a moved secret is not reported as introduced again.
+        args = ["log", "-p", "-U0", "--no-color", "--no-merges", "--no-ext-diff", "-M",
+                f"--format={fmt}"]
+        args.append("--all" if all_refs else (f"{since}..{rev}" if since else rev))
+        proc = self._stream(*args)
+        assert proc.stdout is not None
+        try:
+            yield from _parse_patches(proc.stdout, max_line_chars=max_line_chars, with_header=True)
+        finally:
+            self._finish(proc, "log -p", self.root)
+
+    # -- staging --------------------------------------------------------------------------------
+    def staged_files(self) -> list[TrackedFile]:
+        """Files added, copied, modified or renamed in the index relative to HEAD (deletions are
+        not listed), with their staged blob SHAs. Works before the first commit."""
+        base = self.head or _EMPTY_TREE
+        out = self._git("diff", "--cached", "--name-only", "-z", "--no-renames",
+                        "--diff-filter=ACMRT", base)
+        paths = [p for p in out.split("\0") if p]
+        if not paths:
+            return []
+        wanted = set(paths)
+        return [f for f in self.tracked_files() if f.path in wanted]
+
+    def staged_patch(self, *, max_line_chars: int = 100_000) -> Patch:
+        """Added lines of the staged change (`git diff --cached -U0`)."""
+        base = self.head or _EMPTY_TREE
+        proc = self._stream("diff", "--cached", "-U0", "--no-color", "--no-ext-diff",
+                            "--no-renames", base)
+        assert proc.stdout is not None
+        try:
+            patches = list(_parse_patches(proc.stdout, max_line_chars=max_line_chars, with_header=False))
+        finally:
+            self._finish(proc, "diff --cached", self.root)
+        return patches[0] if patches else Patch(commit=None)
+
+    def mailmap(self) -> dict[str, str]:
+        """Map of raw author email → canonical email per `.mailmap` (empty when none)."""
+        if not (self.root / ".mailmap").exists():
+            return {}
+        out = self._git("log", "--format=%ae%x1f%aE", "--all", check=False)
+        mapping = {}
+        for line in out.split("\n"):
+            raw, _, canon = line.partition(_UNIT)
+            if raw and canon and raw != canon:
+                mapping[raw] = canon
+        return mapping
+
+
+# The empty tree's id: the base of `git diff --cached` before the first commit.
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+class PlainDir:
+    """A directory without git, in working-tree mode: every regular file below `root`, except
+    `.git` folders, symlinks (listed with mode 120000, never followed) and the output folder."""
+
+    is_git = False
+    head = None
+    is_shallow = False
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        p = Path(path)
+        if not p.is_dir():
+            raise InputError(f"{p}: no such directory")
+        self.root = p.resolve()
+
+    def tracked_files(self) -> list[TrackedFile]:
+        files = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".repoguard"))
+            for name in sorted(filenames):
+                full = Path(dirpath) / name
+                rel = full.relative_to(self.root).as_posix()
+                mode = SYMLINK_MODE if full.is_symlink() else "100644"
+                files.append(TrackedFile(path=rel, blob_sha="", mode=mode))
+        return files
+
+    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        with open(self.root / path, "rb") as fh:
+            return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+
+
+def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo | PlainDir:
+    """A `GitRepo` for `path`, or — when `allow_plain` and `path` is not in a git repository — a
+    `PlainDir`. Raises InputError naming the path otherwise."""
+    p = Path(path)
+    if allow_plain and p.is_dir():
+        probe = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=p, capture_output=True)
+        if probe.returncode != 0:
+            return PlainDir(p)
+    return GitRepo(p)
+
+
+# -- parsers ------------------------------------------------------------------------------------
+def _read_records(stream: IO[bytes], chunk_size: int = 1 << 16) -> Iterator[str]:
+    """Split a byte stream on the record separator; yields decoded records (without it)."""
+    buf = b""
+    sep = _REC.encode()
+    while True:
+        chunk = stream.read(chunk_size)
+        if not chunk:
+            break
+        buf += chunk
+        parts = buf.split(sep)
+        buf = parts.pop()
+        for part in parts:
+            if part:
+                yield _decode(part)
+    if buf:
+        yield _decode(buf)
+
+
+def _parse_log(records: Iterable[str]) -> Iterator[Commit]:
+    for rec in records:
+        fields = rec.split(_UNIT, 7)
+        if len(fields) < 8:
+            continue
+        sha, parents, an, ae, ad, cd, msg, rest = fields
+        yield Commit(
+            sha=sha, parents=tuple(parents.split()), author_name=an, author_email=ae,
+            author_date=ad, committer_date=cd, message=msg.rstrip("\n"),
+            changes=tuple(_parse_name_status(rest)),
+        )
+
+
+def _parse_name_status(rest: str) -> Iterator[Change]:
+    # With -z: "\0" after the format, then STATUS\0path\0 (or Rnnn\0old\0new\0) per change.
+    tokens = [t for t in rest.split("\0")]
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i].strip("\n")
+        i += 1
+        if not tok:
+            continue
+        letter = tok[0]
+        if letter in "RC":
+            if i + 1 >= len(tokens) + 1:
+                break
+            old, new = tokens[i], tokens[i + 1]
+            i += 2
+            score = int(tok[1:]) if tok[1:].isdigit() else None
+            yield Change(status=letter, path=new, old_path=old, similarity=score)
+        elif letter in "AMDTUX":
+            yield Change(status=letter, path=tokens[i])
+            i += 1
+
+
+_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool) -> Iterator[Patch]:
+    """Parse `git log -p -U0` / `git diff -U0` output into Patches of added lines."""
+    current = Patch(commit=None)
+    have_any = not with_header
+    path: str | None = None
+    lineno = 0
+    rec, unit = _REC.encode(), _UNIT.encode()
+    for raw in _iter_lines(stream, max_line_chars):
+        if with_header and raw.startswith(rec):
+            if have_any:
+                yield current
+            f = raw[1:].split(unit)
+            current = Patch(commit=Commit(
+                sha=_decode(f[0]), parents=tuple(_decode(f[1]).split()), author_name=_decode(f[2]),
+                author_email=_decode(f[3]), author_date=_decode(f[4]), committer_date=_decode(f[5]),
+                message="",
+            ))
+            have_any = True
+            path = None
+            continue
+        if raw.startswith(b"+++ "):
+            target = raw[4:].rstrip(b"\t")  # git appends a TAB after names with spaces
+            path = None if target == b"/dev/null" else _decode(_unquote(target)[2:])
+            continue
+        if raw.startswith(b"@@"):
+            m = _HUNK.match(raw)
+            lineno = int(m.group(1)) if m else 0
+            continue
+        if raw.startswith(b"+") and path is not None and lineno:
+            current.added.append(AddedLine(path=path, line=lineno, text=_decode(raw[1:])))
+            lineno += 1
+    if have_any:
+        yield current
+
+
+def _unquote(b: bytes) -> bytes:
+    """Undo git's C-style quoting of unusual paths ("b/caf\\303\\251.py")."""
+    if not (b.startswith(b'"') and b.endswith(b'"')):
+        return b
+    body = b[1:-1]
+    out = bytearray()
+    i = 0
+    esc = {b"n": b"\n", b"t": b"\t", b'"': b'"', b"\\": b"\\", b"a": b"\a", b"b": b"\b",
+           b"f": b"\f", b"r": b"\r", b"v": b"\v"}
+    while i < len(body):
+        c = body[i:i + 1]
+        if c == b"\\" and i + 1 < len(body):
+            nxt = body[i + 1:i + 2]
+            if nxt.isdigit() and i + 3 < len(body) + 1:
+                out.append(int(body[i + 1:i + 4], 8))
+                i += 4
+                continue
+            out += esc.get(nxt, nxt)
+            i += 2
+            continue
+        out += c
+        i += 1
+    return bytes(out)
+
+
+def _iter_lines(stream: IO[bytes], max_line_chars: int) -> Iterator[bytes]:
+    """Lines split on b"\\n" only, each cut to `max_line_chars` bytes without buffering the rest."""
+    while True:
+        line = stream.readline(max_line_chars + 1)
+        if not line:
+            return
+        if len(line) > max_line_chars and not line.endswith(b"\n"):
+            # Discard the remainder of an over-long line in bounded chunks.
+            rest = stream.readline(max_line_chars)
+            while rest and not rest.endswith(b"\n"):
+                rest = stream.readline(max_line_chars)
+            yield line[:max_line_chars]
+            continue
+        yield line.rstrip(b"\n")

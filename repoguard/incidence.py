@@ -1,0 +1,150 @@
+"""Evidence rows → the sparse example × secret incidence matrix E, with its explanation table.
+
+E[i, j] is True when example i carries secret j (Hush §3.2: "E_j", the set of examples that
+contain secret j). Analyzers tie *files* to secrets (`Evidence.path`); every example cut from a
+file inherits that file's secrets, and an example deduplicated against another file's chunk
+carries the secrets of every file it stands for (corpus.Corpus.file_examples).
+
+On disk (`OUT/incidence/`, format version 1):
+    secrets.json      [{"id", "kind", "p", "r", "description"}] in column order
+    incidence.npz     scipy CSR: data/indices/indptr/shape, plus example_ids (column 0 of rows)
+    evidence.parquet  path, secret_id, analyzer, reason, chain (list<string>)
+    summary.json      counts per analyzer, timings, config digest
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, read_json
+from repoguard.errors import InputError
+
+ANALYZERS = ("declared", "imports", "ownership", "cochange", "codenames", "credentials")
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret to protect: `kind` is "declared" (from repoguard.toml) or "credential";
+    (p, r) as in Hush Def. 3.1."""
+
+    id: str
+    kind: str
+    p: float
+    r: float
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a file carries a secret. `analyzer` is one of ANALYZERS; `reason` is one readable line
+    ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties."""
+
+    path: str
+    secret_id: str
+    analyzer: str
+    reason: str
+    chain: tuple[str, ...] = ()
+
+
+@dataclass
+class Incidence:
+    """`matrix` is a boolean CSR of shape (len(example_ids), len(secrets))."""
+
+    example_ids: list[str]
+    secrets: list[Secret]
+    matrix: sp.csr_matrix
+    evidence: list[Evidence] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape
+
+    def secret_index(self) -> dict[str, int]:
+        return {s.id: j for j, s in enumerate(self.secrets)}
+
+    def examples_of(self, secret_id: str) -> np.ndarray:
+        """Row indices of the examples carrying `secret_id` (E_j)."""
+        j = self.secret_index()[secret_id]
+        return self.matrix.tocsc()[:, j].nonzero()[0]
+
+
+def build_incidence(
+    example_ids: Sequence[str],
+    file_examples: Mapping[str, Sequence[int]],
+    secrets: Sequence[Secret],
+    evidence: Iterable[Evidence],
+) -> Incidence:
+    """Assemble E from file-level evidence. Evidence naming a file with no examples (excluded,
+    or unknown) is kept in the table but adds no incidence. Raises ValueError on an unknown secret id."""
+    col = {s.id: j for j, s in enumerate(secrets)}
+    rows: list[int] = []
+    cols: list[int] = []
+    kept: list[Evidence] = []
+    for ev in evidence:
+        if ev.secret_id not in col:
+            raise ValueError(f"evidence for unknown secret {ev.secret_id!r}")
+        kept.append(ev)
+        for i in file_examples.get(ev.path, ()):
+            rows.append(i)
+            cols.append(col[ev.secret_id])
+    m = sp.csr_matrix(
+        (np.ones(len(rows), dtype=bool), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+        shape=(len(example_ids), len(secrets)), dtype=bool,
+    )
+    m.sum_duplicates()
+    m.data[:] = True
+    return Incidence(example_ids=list(example_ids), secrets=list(secrets), matrix=m, evidence=kept)
+
+
+def save_incidence(inc: Incidence, out_dir: str | Path) -> Path:
+    """Write `inc` to `out_dir/incidence/` atomically; returns that directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target = Path(out_dir) / "incidence"
+    with atomic_dir(target) as tmp:
+        atomic_write_json(tmp / "secrets.json", {"format_version": FORMAT_VERSION,
+                                                 "secrets": [asdict(s) for s in inc.secrets]})
+        m = inc.matrix.tocsr()
+        np.savez_compressed(
+            tmp / "incidence.npz", data=m.data.astype(bool), indices=m.indices, indptr=m.indptr,
+            shape=np.asarray(m.shape), example_ids=np.asarray(inc.example_ids, dtype=object).astype(str),
+        )
+        table = pa.table({
+            "path": [e.path for e in inc.evidence],
+            "secret_id": [e.secret_id for e in inc.evidence],
+            "analyzer": [e.analyzer for e in inc.evidence],
+            "reason": [e.reason for e in inc.evidence],
+            "chain": pa.array([list(e.chain) for e in inc.evidence], type=pa.list_(pa.string())),
+        })
+        pq.write_table(table, tmp / "evidence.parquet")
+        atomic_write_json(tmp / "summary.json", {"format_version": FORMAT_VERSION, **inc.summary})
+    return target
+
+
+def load_incidence(out_dir: str | Path) -> Incidence:
+    """Read `out_dir/incidence/`. Raises InputError naming the file when missing or corrupt."""
+    import pyarrow.parquet as pq
+
+    d = Path(out_dir) / "incidence"
+    meta = read_json(d / "secrets.json", what="incidence (run `repoguard analyze`)")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{d / 'secrets.json'}: format version {meta.get('format_version')} is not {FORMAT_VERSION}")
+    try:
+        z = np.load(d / "incidence.npz", allow_pickle=False)
+        m = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+        ids = [str(x) for x in z["example_ids"]]
+        t = pq.read_table(d / "evidence.parquet").to_pydict()
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"{d}: corrupt incidence ({exc})") from None
+    evidence = [Evidence(p, s, a, r, tuple(c or ())) for p, s, a, r, c in
+                zip(t["path"], t["secret_id"], t["analyzer"], t["reason"], t["chain"])]
+    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
+    return Incidence(example_ids=ids, secrets=[Secret(**s) for s in meta["secrets"]], matrix=m,
+                     evidence=evidence, summary=summary)

@@ -1,0 +1,76 @@
+"""Shared fixtures: the fixture monorepo, built once per session by fixtures/build_monorepo.py."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_monorepo", ROOT / "fixtures" / "build_monorepo.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["build_monorepo"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def monorepo_module():
+    """The fixture builder module: its ground-truth constants (PLANTED_CREDENTIALS, …)."""
+    return _builder()
+
+
+@pytest.fixture(scope="session")
+def fixture_repo(tmp_path_factory, monorepo_module) -> Path:
+    """The fixture monorepo, built once per session. Treat it as read-only; use
+    `fixture_repo_copy` to modify it."""
+    dest = tmp_path_factory.mktemp("fixture") / "monorepo"
+    return Path(monorepo_module.build(dest))
+
+
+@pytest.fixture
+def fixture_repo_copy(fixture_repo, tmp_path) -> Path:
+    """A private clone of the fixture monorepo (working tree and full history) for tests that
+    change it."""
+    dest = tmp_path / "monorepo"
+    shutil.copytree(fixture_repo, dest, symlinks=True)
+    return dest
+
+
+def git(repo: Path, *args: str, env: dict | None = None) -> str:
+    """Run git in `repo` with a fixed identity; returns stdout. Raises on failure."""
+    import os
+
+    e = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+         "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+         "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
+    return subprocess.run(["git", *args], cwd=repo, env=e, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def make_repo(tmp_path):
+    """Factory: `make_repo({"a.py": "...", ...}, message="init")` → a committed git repo."""
+
+    def _make(files: dict[str, str | bytes], message: str = "init", path: Path | None = None) -> Path:
+        repo = path or (tmp_path / "repo")
+        repo.mkdir(parents=True, exist_ok=True)
+        if not (repo / ".git").exists():
+            git(repo, "init", "-q", "-b", "main")
+        for name, content in files.items():
+            f = repo / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                f.write_bytes(content)
+            else:
+                f.write_text(content)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", message)
+        return repo
+
+    return _make
