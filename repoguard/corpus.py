@@ -249,79 +249,113 @@ def _furthest(offsets: Sequence[int], lo: int, hi: int) -> int | None:
 
 
 # -- building -------------------------------------------------------------------------------
+# A file's pieces before dedup: (start_line, end_line, start_byte, end_byte, sha256 of the text).
+_Piece = tuple[int, int, int, int, str]
+_PARALLEL_MIN_FILES = 2000
+
+
 def build_corpus(repo: GitRepo | PlainDir, config: CorpusConfig | None = None, *,
-                 paths: Iterable[str] | None = None) -> Corpus:
-    """Build the corpus of `repo`'s tracked files (or of `paths`, a subset). Reads the working
-    tree. Raises InputError when `repo` cannot be listed."""
+                 paths: Iterable[str] | None = None, jobs: int | None = None) -> Corpus:
+    """Build the corpus of `repo`'s tracked files (or of `paths`, a subset) from the working tree.
+
+    Files are cut in `jobs` worker processes (default: all cores) when there are more than
+    2000; dedup and ids are assigned afterwards in file order, so the result does not depend on
+    `jobs`. Raises InputError when `repo` cannot be listed."""
     config = config or CorpusConfig()
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", config.exclude) if config.exclude else None
-    include = pathspec.PathSpec.from_lines("gitwildmatch", config.include) if config.include else None
     files = repo.tracked_files()
     if paths is not None:
         wanted = set(paths)
         files = [f for f in files if f.path in wanted]
+    jobs = jobs or os.cpu_count() or 1
+    items = [(f.path, f.is_symlink) for f in files]
+    args = (str(repo.root), config.exclude, config.include, config.max_file_bytes, config.example_max_chars)
     corpus = Corpus(root=repo.root)
     seen: dict[str, int] = {}
-    with progress("corpus", total=len(files)) as advance:
-        for f in files:
-            advance()
-            if f.is_symlink or os.path.islink(repo.root / f.path):
-                corpus.excluded.append(Excluded(f.path, "symlink", "symlinks are not followed"))
-                continue
-            ex = classify_path(f.path, spec, include)
-            if ex is None:
-                ex, text, data = _read_and_classify(repo, f.path, config.max_file_bytes)
-            if ex is not None:
-                corpus.excluded.append(ex)
-                continue
-            _add_file(corpus, f.path, data, text, config.example_max_chars, seen)
+    with progress("corpus", total=len(items)) as advance:
+        if jobs > 1 and len(items) > _PARALLEL_MIN_FILES:
+            from concurrent.futures import ProcessPoolExecutor
+
+            size = max(64, len(items) // (jobs * 8))
+            batches = [items[i:i + size] for i in range(0, len(items), size)]
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for batch, results in zip(batches, pool.map(_cut_batch, batches, [args] * len(batches))):
+                    for r in results:
+                        _merge(corpus, r, seen)
+                    advance(len(batch))
+        else:
+            for item in items:
+                _merge(corpus, _cut_file(item, args), seen)
+                advance()
     return corpus
 
 
-def _read_and_classify(repo, path: str, max_bytes: int):
-    full = repo.root / path
+def _cut_batch(batch, args):
+    return [_cut_file(item, args) for item in batch]
+
+
+@functools.lru_cache(maxsize=8)
+def _specs(exclude: tuple[str, ...], include: tuple[str, ...]):
+    return (pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None,
+            pathspec.GitIgnoreSpec.from_lines(include) if include else None)
+
+
+def _cut_file(item: tuple[str, bool], args) -> Excluded | tuple[str, str, str, list[_Piece]]:
+    """Classify one file and cut it into pieces; runs in worker processes."""
+    path, is_symlink = item
+    root, exclude, include, max_bytes, max_chars = args
+    full = os.path.join(root, path)
+    if is_symlink or os.path.islink(full):
+        return Excluded(path, "symlink", "symlinks are not followed")
+    ex = classify_path(path, *_specs(exclude, include))
+    if ex is not None:
+        return ex
     try:
         size = os.lstat(full).st_size
+        if size > max_bytes:
+            return Excluded(path, "oversize", f"{size} > {max_bytes} bytes")
+        with open(full, "rb") as fh:
+            data = fh.read(max_bytes + 1)
     except FileNotFoundError:
-        return Excluded(path, "missing", "tracked but not in the working tree"), None, None
-    if size > max_bytes:
-        return Excluded(path, "oversize", f"{size} > {max_bytes} bytes"), None, None
-    try:
-        data = repo.read_working_file(path, max_bytes=max_bytes)
+        return Excluded(path, "missing", "tracked but not in the working tree")
     except IsADirectoryError:
-        return Excluded(path, "missing", "is a directory"), None, None
+        return Excluded(path, "missing", "is a directory")
     except OSError as exc:
-        return Excluded(path, "unreadable", exc.strerror or str(exc)), None, None
+        return Excluded(path, "unreadable", exc.strerror or str(exc))
     ex, text = classify_content(path, data, max_bytes)
-    return ex, text, data
-
-
-def _add_file(corpus: Corpus, path: str, data: bytes, text: str, max_chars: int, seen: dict[str, int]) -> None:
+    if ex is not None:
+        return ex
     language = language_of(path)
-    blob = git_blob_sha(data)
-    spans = chunk_spans(text, max_chars, definition_starts(text, language))
+    pieces: list[_Piece] = []
+    byte_pos, line = 0, 1
+    for a, b in chunk_spans(text, max_chars, definition_starts(text, language)):
+        raw = text[a:b].encode("utf-8")
+        newlines = raw.count(b"\n")
+        end_line = line + newlines - (1 if raw.endswith(b"\n") else 0)
+        pieces.append((line, end_line, byte_pos, byte_pos + len(raw), hashlib.sha256(raw).hexdigest()))
+        byte_pos += len(raw)
+        line += newlines
+    return path, git_blob_sha(data), language, pieces
+
+
+def _merge(corpus: Corpus, result, seen: dict[str, int]) -> None:
+    """Add one file's pieces to the corpus, storing identical texts once."""
+    if isinstance(result, Excluded):
+        corpus.excluded.append(result)
+        return
+    path, blob, language, pieces = result
     indices = []
-    byte_pos = 0
-    line = 1
-    for k, (a, b) in enumerate(spans):
-        piece = text[a:b]
-        nbytes = len(piece.encode("utf-8"))
-        newlines = piece.count("\n")
-        end_line = line + newlines - (1 if piece.endswith("\n") else 0)
-        digest = hashlib.sha256(piece.encode("utf-8")).hexdigest()
+    for k, (start_line, end_line, start_byte, end_byte, digest) in enumerate(pieces):
         if digest in seen:
             corpus.duplicates += 1
             indices.append(seen[digest])
-        else:
-            seen[digest] = len(corpus.examples)
-            indices.append(len(corpus.examples))
-            corpus.examples.append(Example(
-                id=f"{path}#{k}@{blob[:12]}", path=path, chunk=k, start_line=line, end_line=end_line,
-                start_byte=byte_pos, end_byte=byte_pos + nbytes, language=language, n_bytes=nbytes,
-                blob_sha=blob,
-            ))
-        byte_pos += nbytes
-        line += newlines
+            continue
+        seen[digest] = len(corpus.examples)
+        indices.append(len(corpus.examples))
+        corpus.examples.append(Example(
+            id=f"{path}#{k}@{blob[:12]}", path=path, chunk=k, start_line=start_line, end_line=end_line,
+            start_byte=start_byte, end_byte=end_byte, language=language,
+            n_bytes=end_byte - start_byte, blob_sha=blob,
+        ))
     corpus.file_examples[path] = indices
 
 
