@@ -1,0 +1,66 @@
+"""`repoguard train [PATH]`: weighted-Poisson DP-SGD LoRA fine-tuning per OUT/plan/ → OUT/train/."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "train"
+HELP = "fine-tune the code model with LoRA by weighted DP-SGD, as the plan says (writes OUT/train/)"
+
+
+def register(parser) -> None:
+    add_path_argument(parser)
+    add_json_flag(parser)
+    a = parser.add_argument
+    a("--model", metavar="DIR", default=None, help="local Hugging Face checkpoint (default: embedded tiny model)")
+    a("--max-length", type=int, default=None, metavar="N", help="tokens per example (truncated)")
+    a("--lora-r", type=int, default=None, metavar="R")
+    a("--lora-alpha", type=int, default=None, metavar="A")
+    a("--lora-dropout", type=float, default=None, metavar="P")
+    a("--lora-targets", default=None, metavar="NAMES", help="comma-separated module names (default: detected)")
+    a("--lr", type=float, default=None, help="AdamW learning rate")
+    a("--micro-batch-size", type=int, default=None, metavar="N", help="examples per forward pass (memory)")
+    a("--checkpoint-every", type=int, default=None, metavar="STEPS")
+    a("--steps", type=int, default=None, help="stop after this many steps (≤ the plan's T)")
+    a("--seed", type=int, default=None, help="seed of sampler, init and noise (default: config seed; "
+      "noise from OS entropy unless given)")
+    a("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
+    a("--no-dp", action="store_true", help="utility baseline: same sampler, no clipping, no noise")
+    a("--resume", action="store_true", help="continue from the latest checkpoint in OUT/train/checkpoints")
+
+
+def run(args) -> int:
+    import logging
+    import os
+
+    from repoguard.commands._common import resolve_repo
+    from repoguard.errors import InputError
+    from repoguard.training.pipeline import RunOptions, merge_config, run_training
+
+    repo, config, out = resolve_repo(args, allow_plain=True)
+    for flag in ("max_length", "lora_r", "lora_alpha", "micro_batch_size", "checkpoint_every", "steps"):
+        v = getattr(args, flag)
+        if v is not None and v < (0 if flag == "lora_alpha" else 1):
+            raise InputError(f"--{flag.replace('_', '-')}: must be positive, got {v}")
+    if args.lora_dropout is not None and not 0 <= args.lora_dropout < 1:
+        raise InputError(f"--lora-dropout: must be in [0, 1), got {args.lora_dropout}")
+    if args.lr is not None and not args.lr > 0:
+        raise InputError(f"--lr: must be > 0, got {args.lr}")
+    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()) if args.lora_targets else None
+    cfg = merge_config(config.training, model=args.model, max_length=args.max_length, lora_r=args.lora_r,
+                       lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_targets=targets,
+                       learning_rate=args.lr, micro_batch_size=args.micro_batch_size,
+                       checkpoint_every=args.checkpoint_every, seed=args.seed)
+    opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
+                      noise_seed=None if args.seed is None else args.seed + 0x5EED,
+                      show_progress=not args.quiet)
+    report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
+    if int(os.environ.get("RANK", "0")) != 0:    # under torchrun only rank 0 reports
+        return 0
+    if args.json:
+        print_json(report)
+    elif not args.quiet:
+        logging.getLogger("repoguard").info(
+            "%s %d/%d steps, σ=%.4g, B=%g, C=%g → %s", "trained" if report["private"] else "trained (NO DP)",
+            report["steps_completed"], report["steps"], report["sigma"], report["batch_size"],
+            report["clip_norm"], report["adapter"])
+    return 0

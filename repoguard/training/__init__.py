@@ -1,0 +1,12 @@
+"""Weighted-Poisson DP-SGD LoRA fine-tuning (Hush Alg. 2 lines 6–11).
+
+Modules, in the order data flows through them:
+    sampler   weighted Poisson sampling: example i joins each logical batch with probability ρ_i
+    data      examples → redacted text → token ids (≤ max_length) → padded micro-batches
+    model     local Hugging Face causal LM or the embedded tiny Llama + LoRA (peft)
+    dp_step   per-example gradients (Opacus hooks), clip to C, sum, noise once, divide by B
+    ddp       torchrun / torch.distributed helpers (noise on rank 0, one all-reduce per step)
+    guard     the ledger checks around a run (refuse a stale plan, record what was spent)
+    trainer   the loop: progress, train_log.jsonl, atomic checkpoints, exact resume
+    pipeline  the `repoguard train` stage: plan + corpus → model → trainer → OUT/train/
+"""

@@ -1,0 +1,110 @@
+"""Examples → redacted text → token ids → padded micro-batches.
+
+The privacy unit is the example (one corpus chunk): each example becomes one token sequence of at
+most `max_length` tokens and contributes one per-sequence loss, so its whole gradient is clipped
+together (never per token). Credentials are replaced by `<REDACTED:rule-id>` before tokenisation
+(`repoguard.credentials.redact`), so no credential ever reaches the model or the tokenizer.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from repoguard.errors import InputError, PolicyError
+
+Redactor = Callable[[str, str], tuple[str, list]]
+
+
+def default_redactor() -> Redactor:
+    """`repoguard.credentials.redact`, imported lazily.
+
+    Raises:
+        PolicyError: the credentials module is not installed (training on unredacted text would
+            put credentials into the model).
+    """
+    try:
+        from repoguard.credentials import redact
+    except ImportError as exc:
+        raise PolicyError(f"credential redaction is unavailable ({exc}); refusing to train on "
+                          "unredacted text") from None
+    return redact
+
+
+def example_texts(corpus, example_ids: Sequence[str], *, redactor: Redactor | None) -> list[str]:
+    """Texts of the plan's examples, in plan order, credentials redacted.
+
+    Args:
+        corpus: a `repoguard.corpus.Corpus` (`.examples`, `.text(example)`).
+        example_ids: the plan's example ids (rows of ρ).
+        redactor: `(text, path) -> (redacted, findings)`; None only for already-clean texts.
+
+    Raises:
+        InputError: a plan example is not in the corpus (plan and corpus are out of date).
+    """
+    by_id = {ex.id: ex for ex in corpus.examples}
+    texts = []
+    for eid in example_ids:
+        ex = by_id.get(eid)
+        if ex is None:
+            raise InputError(f"plan: example {eid!r} is not in the corpus; re-run `repoguard plan`")
+        text = corpus.text(ex)
+        if redactor is not None:
+            text, _ = redactor(text, ex.path)
+        texts.append(text)
+    return texts
+
+
+def tokenize(texts: Sequence[str], tokenizer, *, max_length: int) -> list[np.ndarray]:
+    """Token ids per text (int64 arrays), BOS prepended when the tokenizer has one, truncated to
+    `max_length` tokens. An example shorter than 2 tokens has no next-token loss and contributes a
+    zero gradient (it is still sampled, which only costs privacy budget, never leaks)."""
+    if max_length < 2:
+        raise InputError(f"max_length: must be ≥ 2, got {max_length}")
+    bos = tokenizer.bos_token_id
+    room = max_length - (bos is not None)
+    out = []
+    for k in range(0, len(texts), 1024):          # bounded memory for large corpora
+        enc = tokenizer(list(texts[k:k + 1024]), add_special_tokens=False, truncation=True,
+                        max_length=room)["input_ids"]
+        for ids in enc:
+            ids = ([bos] if bos is not None else []) + list(ids)
+            out.append(np.asarray(ids[:max_length], dtype=np.int64))
+    return out
+
+
+def collate(seqs: Sequence[np.ndarray], *, pad_id: int):
+    """Right-pad sequences into tensors.
+
+    Returns a dict with `input_ids` and `attention_mask` of shape (n, L) and `labels` (n, L) with
+    -100 on padding, L = longest sequence. Right padding keeps a causal model's outputs on real
+    tokens independent of the padding, so per-example gradients are exactly those of the
+    unpadded example.
+    """
+    import torch
+
+    n = len(seqs)
+    length = max((len(s) for s in seqs), default=1)
+    ids = np.full((n, length), pad_id, dtype=np.int64)
+    mask = np.zeros((n, length), dtype=np.int64)
+    for k, s in enumerate(seqs):
+        ids[k, :len(s)] = s
+        mask[k, :len(s)] = 1
+    ids_t, mask_t = torch.from_numpy(ids), torch.from_numpy(mask)
+    labels = ids_t.masked_fill(mask_t == 0, -100)
+    return {"input_ids": ids_t, "attention_mask": mask_t, "labels": labels}
+
+
+def per_example_loss(logits, labels):
+    """Mean next-token cross-entropy of each sequence: shape (n,), in nats per token.
+
+    logits (n, L, V), labels (n, L) with -100 where there is no target. A sequence without
+    targets gets loss 0 (and so a zero gradient)."""
+    import torch.nn.functional as F
+
+    n, length, vocab = logits.shape
+    tgt = labels[:, 1:]
+    tok = F.cross_entropy(logits[:, :-1].float().reshape(-1, vocab), tgt.reshape(-1),
+                          reduction="none", ignore_index=-100).view(n, length - 1)
+    count = (tgt != -100).sum(dim=1)
+    return tok.sum(dim=1) / count.clamp(min=1)

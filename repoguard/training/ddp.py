@@ -1,0 +1,84 @@
+"""Data parallelism under `torchrun` for the DP step.
+
+Why not `DistributedDataParallel`: DDP all-reduces *averaged raw* gradients during backward,
+while DP-SGD needs the *sum of clipped per-example* gradients, plus noise added once. So each rank
+clips its own examples, and once per logical step the ranks all-reduce (SUM) one flat buffer of
+clipped sums; rank 0 alone adds N(0, σ²C²) to its buffer before the reduce, so the result carries
+noise exactly once (Opacus's DPDDP does the same).
+
+Staying in step: every rank draws the same logical batch from the same seeded sampler and takes
+its slice (`sampler.shard`); a rank whose slice is empty still calls the one all-reduce per step,
+so collectives never desynchronise on empty batches.
+
+Launch: `torchrun --nproc_per_node N -m repoguard.cli train ...` (nccl on CUDA, gloo on CPU).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place in the job. `world_size == 1` means no torch.distributed at all."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def all_reduce_sum(self, tensor) -> None:
+        """In-place SUM over ranks (no-op for a single process)."""
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+
+    def broadcast_(self, tensor, src: int = 0) -> None:
+        """In-place copy of rank `src`'s tensor to every rank."""
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            dist.broadcast(tensor, src=src)
+
+    def barrier(self) -> None:
+        """Wait for every rank (e.g. until rank 0 has written a checkpoint)."""
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+
+def init_from_env(*, backend: str | None = None) -> Dist:
+    """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR…); a plain
+    process gets `Dist()`. Backend: nccl when CUDA is available, else gloo."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Dist()
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        if backend is None:
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":   # one GPU per process, before the first collective
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group(backend=backend)
+    return Dist(rank=dist.get_rank(), world_size=dist.get_world_size())
+
+
+def sync_parameters(params, d: Dist) -> None:
+    """Copy rank 0's trainable parameters to every rank (identical start, whatever the init)."""
+    for p in params:
+        d.broadcast_(p.data)
+
+
+def shutdown(d: Dist) -> None:
+    """Leave the process group (no-op for a single process)."""
+    if d.world_size > 1:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()

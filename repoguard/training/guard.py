@@ -1,0 +1,129 @@
+"""The ledger around a training run: refuse a plan the ledger has overtaken, record what was spent.
+
+`repoguard plan` calibrates σ so that every secret's *cumulative* bound (the ledger's earlier runs
+plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks two things:
+
+1. the ledger head the plan was made against (`plan.extra["ledger_head"]`, the last entry hash or
+   the genesis hash) is still the head, apart from entries of the run being resumed; a plan
+   without the field is taken as made against an empty ledger;
+2. independently, the cumulative bound recomputed from the ledger (every other run's last entry,
+   `repoguard.accounting.ledger` semantics) plus this plan's divergences stays ≤ r_j for every
+   secret [Hush Lemma 3.2, KL and Rényi divergences adding across runs].
+
+Either failure is a PolicyError naming the secrets. Entries are appended with
+`repoguard.accounting.ledger.record_run`; the last entry of a run id is what counts, so a run
+records "running" at each checkpoint, "interrupted"/"failed" when it stops and "completed" before
+its adapter is published; a resume continues under the same run id.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from repoguard.errors import PolicyError
+
+HEAD_KEY = "ledger_head"
+_GENESIS = "0" * 64
+_TOL = 1e-6          # relative slack for re-deriving the plan's own bound (bisection tolerance)
+
+
+def _ledger():
+    try:
+        from repoguard.accounting import ledger
+    except ImportError:
+        return None
+    return ledger if hasattr(ledger, "record_run") else None
+
+
+class LedgerGuard:
+    """Checks a plan against the ledger at `path` and appends runs to it (rank 0 only)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def _module(self):
+        mod = _ledger()
+        if mod is None:
+            raise PolicyError("privacy ledger unavailable (repoguard.accounting.ledger); refusing a "
+                              "private run that could not be recorded")
+        return mod
+
+    def recorded_steps(self, run_id: str) -> int:
+        """steps_completed of `run_id`'s last entry (0 when absent)."""
+        last = [e for e in self._module().read_entries(self.path) if e.get("run_id") == run_id]
+        return int(last[-1].get("steps_completed", 0)) if last else 0
+
+    def check(self, plan, *, own_run: str | None = None) -> None:
+        """Refuse (PolicyError) a plan the ledger has overtaken or whose cumulative bound would
+        exceed some r_j; `own_run` is the run being resumed (its entries are not "other runs")."""
+        mod = self._module()
+        status = mod.verify(self.path)
+        if not status["ok"]:
+            raise PolicyError(f"{self.path}: ledger fails verification ({status['problems'][0]}); "
+                              "refusing to train against it")
+        entries = mod.read_entries(self.path)
+        head = plan.extra.get(HEAD_KEY)
+        hashes = [e.get("hash") for e in entries]
+        if HEAD_KEY not in plan.extra:
+            after = []          # no head recorded: rely on the cumulative recomputation below
+        elif head in (None, _GENESIS):
+            after = entries
+        elif head in hashes:
+            after = entries[hashes.index(head) + 1:]
+        else:
+            raise PolicyError(f"{self.path}: the ledger head this plan was made against "
+                              f"({str(head)[:12]}…) is not in the ledger; re-run `repoguard plan`")
+        foreign = [e for e in after if e.get("run_id") != own_run]
+        if foreign:
+            ids = ", ".join(sorted({str(e.get("run_id")) for e in foreign})[:3])
+            raise PolicyError(f"{self.path}: {len(foreign)} ledger entr(ies) of other runs ({ids}) were "
+                              "recorded after this plan was made; its σ no longer keeps every secret's "
+                              "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
+                              "interrupted run of this plan)")
+        over = exceeded(plan, spent_by_others(entries, own_run))
+        if over:
+            desc = ", ".join(f"{sid} (bound {b:.3g} > r {r:.3g})" for sid, b, r in over[:5])
+            raise PolicyError(f"{self.path}: this run would exceed the privacy ledger for "
+                              f"{len(over)} secret(s): {desc}. Re-run `repoguard plan`")
+
+    def record(self, plan, *, run_id: str, steps_completed: int, status: str) -> None:
+        """Append an entry for `run_id` (cumulative steps of the run)."""
+        self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
+                                  status=status)
+
+
+def spent_by_others(entries: list[dict], own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
+    """{secret: (KL nats, {α: Rényi nats})} summed over the last entry of every run except
+    `own_run`; an α missing from any counted entry is dropped (it counts as +inf)."""
+    last: dict[str, dict] = {}
+    for e in entries:
+        if e.get("run_id") != own_run:
+            last[e["run_id"]] = e
+    out: dict[str, tuple[float, dict[str, float] | None]] = {}
+    for e in last.values():
+        for sid, d in e.get("secrets", {}).items():
+            kl, ren = out.get(sid, (0.0, None))
+            r = {str(a): float(v) for a, v in d.get("renyi", {}).items()}
+            ren = r if ren is None else {a: ren[a] + r[a] for a in ren.keys() & r.keys()}
+            out[sid] = (kl + float(d.get("kl", 0.0)), ren)
+    return {k: (v[0], v[1] or {}) for k, v in out.items()}
+
+
+def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]]) -> list[tuple[str, float, float]]:
+    """Secrets whose bound after `prior` spending plus this plan exceeds r: [(id, bound, r)].
+
+    The bound is the minimum of the KL bound and the Rényi bounds over the plan's orders
+    [Hush Lemma 3.2], on divergences summed across runs."""
+    from repoguard.accounting.bounds import kl_bound, renyi_bound
+
+    over = []
+    for s in plan.secrets:
+        kl0, ren0 = prior.get(s.id, (0.0, {}))
+        bound = float(kl_bound(kl0 + s.kl_spent, s.p))
+        for a, v in s.renyi_spent.items():
+            if not math.isfinite(v) or (s.id in prior and str(a) not in ren0):
+                continue
+            bound = min(bound, float(renyi_bound(v + ren0.get(str(a), 0.0), float(a), s.p)))
+        if bound > s.r * (1 + _TOL):
+            over.append((s.id, bound, s.r))
+    return over

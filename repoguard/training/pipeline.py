@@ -1,0 +1,107 @@
+"""The `repoguard train` stage: plan + corpus → OUT/train/ (adapter, base_model, logs, report).
+
+Reads `OUT/plan/` (ρ, σ, B, T, C) and `OUT/corpus/` (example texts), redacts credentials,
+tokenises, builds or loads the model, applies LoRA and runs `trainer.train`. With no `--model`,
+the embedded tiny model's tokenizer is trained on *public* examples only (tied to no secret in
+`OUT/incidence/`), and `OUT/train/base_model/` is written so the adapter reloads offline.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from repoguard.artefacts import atomic_dir
+from repoguard.config import TrainingConfig
+from repoguard.errors import InputError
+
+log = logging.getLogger("repoguard")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the command line adds to `[training]`: None = keep the config value."""
+
+    steps: int | None = None
+    private: bool = True
+    resume: bool = False
+    device: str = "auto"
+    noise_seed: int | None = None       # None: OS entropy (the noise must be unpredictable)
+    show_progress: bool = True
+
+
+def _public_texts(out: Path, example_ids: list[str], texts: list[str]) -> list[str]:
+    """Texts of examples tied to no secret (rows of the incidence with no nonzero)."""
+    from repoguard.incidence import load_incidence
+
+    inc = load_incidence(out)
+    tied = set(inc.matrix.getnnz(axis=1).nonzero()[0].tolist())
+    secret_ids = {inc.example_ids[i] for i in tied}
+    return [t for eid, t in zip(example_ids, texts) if eid not in secret_ids]
+
+
+def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions) -> dict:
+    """Train per the plan in `out`; returns the privacy report (plus output paths).
+
+    Raises InputError (missing plan/corpus/model, bad flags) and PolicyError (ledger changed since
+    the plan, no redaction or ledger available, a DP invariant violated)."""
+    import torch
+
+    from repoguard.corpus import load_corpus
+    from repoguard.plan import load_plan
+    from repoguard.training.data import default_redactor, example_texts, tokenize
+    from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
+    from repoguard.training.guard import LedgerGuard
+    from repoguard.training.model import (TinyConfig, apply_lora, build_tiny_model, load_model, pick_device,
+                                          save_base_model)
+    from repoguard.training.trainer import TrainSettings, train
+
+    plan = load_plan(out)
+    corpus = load_corpus(out, root)
+    texts = example_texts(corpus, plan.example_ids, redactor=default_redactor())
+    dist = init_from_env()
+    try:
+        device = pick_device(opts.device)
+        train_dir = out / "train"
+        base_dir = train_dir / "base_model"
+        if cfg.model:
+            model, tok = load_model(cfg.model, device=device)
+        elif opts.resume and (base_dir / "config.json").is_file():
+            model, tok = load_model(base_dir, device=device, bf16=False)
+        else:
+            size = TinyConfig(max_position=max(512, cfg.max_length))
+            model, tok = build_tiny_model(_public_texts(out, plan.example_ids, texts), seed=cfg.seed, size=size)
+            if dist.is_main:
+                with atomic_dir(base_dir) as tmp:
+                    save_base_model(model, tok, tmp)
+            model = model.to(device)
+        model = apply_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                           targets=cfg.lora_targets, seed=cfg.seed)
+        if not cfg.model:   # lets AutoPeftModelForCausalLM find the embedded base offline
+            model.peft_config["default"].base_model_name_or_path = str(base_dir.resolve())
+        sync_parameters([p for p in model.parameters() if p.requires_grad], dist)
+        seqs = tokenize(texts, tok, max_length=cfg.max_length)
+        settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
+                                 checkpoint_every=cfg.checkpoint_every, steps=opts.steps,
+                                 private=opts.private, seed=cfg.seed, noise_seed=opts.noise_seed)
+        log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
+                 plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
+                 "" if opts.private else " (--no-dp: no clipping, no noise)")
+        report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=train_dir,
+                       settings=settings, ledger=LedgerGuard(out / "ledger.jsonl"), resume=opts.resume,
+                       dist=dist, show_progress=opts.show_progress)
+    finally:
+        shutdown(dist)
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return {**report, "adapter": str(train_dir / "adapter"),
+            "base_model": str(base_dir) if not cfg.model else cfg.model}
+
+
+def merge_config(cfg: TrainingConfig, **overrides) -> TrainingConfig:
+    """`[training]` with the command-line values that were given (not None) on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = set(given) - {f.name for f in dataclasses.fields(cfg)}
+    if unknown:
+        raise InputError(f"train: unknown settings {sorted(unknown)}")
+    return dataclasses.replace(cfg, **given)

@@ -1,0 +1,318 @@
+"""The training loop: weighted Poisson batches → DP step → AdamW, with logs, checkpoints and resume.
+
+Outputs under `train_dir` (`OUT/train/`):
+    train_log.jsonl       one line per step: step, batch_size (realised), loss, lr, seconds, tokens
+    checkpoints/step-N/   lora.safetensors, optimizer.pt, rng.pt, state.json (atomic, last 2 kept)
+    adapter/              PEFT adapter, written only after the run is recorded in the ledger
+    privacy_report.json   σ, B, T, C, steps completed, per-secret achieved bound from the plan
+
+Resume restores the LoRA parameters, AdamW state, sampler state, torch RNG and the noise
+generator, so on CPU a resumed run ends with bit-identical parameters to an uninterrupted one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets as _secrets
+import shutil
+import signal
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from repoguard.artefacts import atomic_dir, atomic_write_json, atomic_write_text
+from repoguard.errors import InputError
+from repoguard.training.data import collate
+from repoguard.training.ddp import Dist
+from repoguard.training.dp_step import DPStep, PrivacyInvariantError
+from repoguard.training.guard import LedgerGuard
+from repoguard.training.sampler import PoissonSampler, micro_batches, shard
+
+log = logging.getLogger("repoguard")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Run settings. `steps` None = the plan's T (fewer is allowed: it spends less).
+    `noise_seed` None = drawn from the OS (an adversary must not know the noise); it is still
+    checkpointed so a resume continues exactly."""
+
+    lr: float = 1e-3
+    micro_batch_size: int = 8
+    checkpoint_every: int = 50
+    steps: int | None = None
+    private: bool = True
+    seed: int = 0
+    noise_seed: int | None = None
+    keep_checkpoints: int = 2
+
+
+def plan_fingerprint(plan) -> str:
+    """SHA-256 over the plan's scalars and ρ: a checkpoint only resumes the plan it was made for."""
+    h = hashlib.sha256()
+    h.update(json.dumps([plan.sigma, plan.batch_size, plan.steps, plan.clip_norm]).encode())
+    h.update(np.ascontiguousarray(plan.rho, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def latest_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The complete checkpoint with the highest step (atomic_dir never leaves partial ones)."""
+    found = sorted(p for p in ckpt_dir.glob("step-*") if (p / "state.json").is_file())
+    return found[-1] if found else None
+
+
+def _save_checkpoint(ckpt_dir: Path, *, step: int, dp: DPStep, optimizer, sampler, gen, state: dict,
+                     keep: int) -> None:
+    from safetensors.torch import save_file
+
+    with atomic_dir(ckpt_dir / f"step-{step:08d}") as tmp:
+        save_file({n: p.detach().cpu().contiguous() for n, p in zip(dp.names, dp.params)},
+                  str(tmp / "lora.safetensors"))
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        rng = {"torch": torch.get_rng_state(), "noise": gen.get_state() if gen is not None else None}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        torch.save(rng, tmp / "rng.pt")
+        atomic_write_json(tmp / "state.json", {**state, "step": step, "sampler": sampler.state_dict()})
+    for old in sorted(ckpt_dir.glob("step-*"))[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_checkpoint(path: Path, *, dp: DPStep, optimizer, sampler, gen) -> dict:
+    from safetensors.torch import load_file
+
+    state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+    tensors = load_file(str(path / "lora.safetensors"))
+    with torch.no_grad():
+        for n, p in zip(dp.names, dp.params):
+            if n not in tensors:
+                raise InputError(f"{path}: checkpoint lacks parameter {n} (different LoRA settings?)")
+            p.copy_(tensors[n].to(p.device, p.dtype))
+    optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=dp.params[0].device))
+    rng = torch.load(path / "rng.pt", weights_only=False)
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    if gen is not None and rng["noise"] is not None:
+        gen.set_state(rng["noise"])
+    sampler.load_state_dict(state["sampler"])
+    return state
+
+
+def _progress(total: int, start: int, enabled: bool):
+    """A rich bar with steps/s, loss and ETA (rank 0, INFO logging, a terminal); else None."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from repoguard import progress as rg_progress
+
+    if not enabled or not rg_progress.enabled():
+        return None
+    p = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
+                 TextColumn("{task.fields[rate]} steps/s"),
+                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                 console=Console(stderr=True), transient=True)
+    p.start()
+    p.add_task("train", total=total, completed=start, rate="-", loss="-")
+    return p
+
+
+def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: str | Path,
+          settings: TrainSettings, ledger: LedgerGuard | None, resume: bool = False,
+          dist: Dist = Dist(), on_step: Callable[[int], None] | None = None,
+          show_progress: bool = True, publish: bool = True) -> dict:
+    """Run (or resume) DP-SGD on `model`'s LoRA parameters over the plan's examples.
+
+    Args:
+        model: peft model on its device. seqs: token ids per plan example (plan order).
+        pad_id: padding token. plan: `repoguard.plan.Plan` (ρ, σ, B, T, C).
+        train_dir: `OUT/train`. ledger: None only for tests of the bare loop (nothing published).
+        resume: continue from the latest checkpoint. on_step: called after each finished step
+            (tests raise from it to simulate a crash). publish: False = a dry run (benchmarks,
+            tests of the loop): no ledger check or record, no adapter, no privacy report.
+
+    Returns the privacy report (also written to `privacy_report.json`).
+
+    Raises:
+        InputError: sizes disagree, --steps > T, no checkpoint to resume, checkpoint of another plan.
+        PolicyError: ledger changed since the plan; a DP invariant is violated
+            (`PrivacyInvariantError`); the ledger cannot be written.
+    """
+    train_dir = Path(train_dir)
+    ckpt_dir = train_dir / "checkpoints"
+    if len(seqs) != len(plan.rho):
+        raise InputError(f"plan: {len(plan.rho)} examples but {len(seqs)} token sequences")
+    total = plan.steps if settings.steps is None else int(settings.steps)
+    if not 0 < total <= plan.steps:
+        raise InputError(f"--steps: must be in 1..{plan.steps} (the plan's T), got {total}")
+    if settings.checkpoint_every < 1 or settings.micro_batch_size < 1:
+        raise InputError("--checkpoint-every and --micro-batch-size must be ≥ 1")
+    if abs(float(np.sum(plan.rho)) - plan.batch_size) > 1e-6 * plan.batch_size:
+        # Still private (any public divisor is), but not the plan the accountant analysed.
+        log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    sampler = PoissonSampler(plan.rho, seed=settings.seed)
+    device = next(p for p in model.parameters() if p.requires_grad).device
+    gen = None
+    if settings.private:
+        gen = torch.Generator(device=device)
+        gen.manual_seed(settings.noise_seed if settings.noise_seed is not None else _secrets.randbits(63))
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=0.0)
+    dp = DPStep(model, clip_norm=plan.clip_norm, noise_multiplier=plan.sigma, batch_size=plan.batch_size,
+                noise_generator=gen, private=settings.private, dist=dist)
+    try:
+        start, run_id = _resume_and_check(plan, settings, ledger, ckpt_dir=ckpt_dir, dp=dp, optimizer=optimizer,
+                                          sampler=sampler, gen=gen, resume=resume, publish=publish, total=total)
+    except BaseException:
+        dp.close()
+        raise
+    fingerprint = plan_fingerprint(plan)
+    if dist.is_main:
+        _rewrite_log(train_dir / "train_log.jsonl", keep_until=start if resume else 0)
+        if not resume:
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+    state = {"plan": fingerprint, "private": settings.private, "run_id": run_id}
+    recording = publish and settings.private and dist.is_main
+    # Steps already recorded for this run (a crash recorded what it computed; a resume recomputes
+    # those steps with the same randomness, so they are not spent twice, and never un-spent).
+    recorded = ledger.recorded_steps(run_id) if recording and resume else 0
+
+    def record(steps: int, status: str) -> None:
+        nonlocal recorded
+        recorded = max(recorded, steps)
+        ledger.record(plan, run_id=run_id, steps_completed=recorded, status=status)
+
+    old_term = _sigterm_as_interrupt()
+    bar = _progress(total, start, show_progress and dist.is_main)
+    steps_done, t0 = start, time.perf_counter()
+    log_fh = open(train_dir / "train_log.jsonl", "a", encoding="utf-8") if dist.is_main else None
+    try:
+        for step in range(start, total):
+            t_step = time.perf_counter()
+            mine = shard(sampler.sample(), dist.rank, dist.world_size)
+            dp.begin()
+            for mb in micro_batches(mine, settings.micro_batch_size, lengths):
+                dp.accumulate(collate([seqs[i] for i in mb], pad_id=pad_id))
+            stats = dp.finish()
+            dp.apply(optimizer, public_batch_size=plan.batch_size)
+            steps_done = step + 1
+            if log_fh is not None:
+                n = stats["n_examples"]
+                log_fh.write(json.dumps({
+                    "step": steps_done, "batch_size": n, "loss": stats["loss_sum"] / n if n else None,
+                    "lr": optimizer.param_groups[0]["lr"], "tokens": stats["n_tokens"],
+                    "seconds": round(time.perf_counter() - t_step, 6)}) + "\n")
+                log_fh.flush()
+            if steps_done % settings.checkpoint_every == 0 or steps_done == total:
+                if recording and steps_done < total:
+                    record(steps_done, "running")       # before the checkpoint reaches the disk
+                if dist.is_main:
+                    _save_checkpoint(ckpt_dir, step=steps_done, dp=dp, optimizer=optimizer, sampler=sampler,
+                                     gen=gen, state=state, keep=settings.keep_checkpoints)
+                dist.barrier()
+            if bar is not None:
+                rate = (steps_done - start) / max(time.perf_counter() - t0, 1e-9)
+                loss = stats["loss_sum"] / stats["n_examples"] if stats["n_examples"] else float("nan")
+                bar.update(bar.task_ids[0], completed=steps_done, rate=f"{rate:.2f}", loss=f"{loss:.3f}")
+            if on_step is not None:
+                on_step(steps_done)
+    except BaseException as exc:
+        if recording and steps_done > start:
+            # Count everything computed, checkpointed or not.
+            record(steps_done, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        raise
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+        if log_fh is not None:
+            log_fh.close()
+        if bar is not None:
+            bar.stop()
+        dp.close()
+
+    report = _privacy_report(plan, settings, run_id=run_id, steps_completed=total, resumed_from=start)
+    if publish and dist.is_main:
+        if settings.private:   # recorded *before* the adapter exists: no unrecorded release
+            record(total, "completed")
+            if ledger.recorded_steps(run_id) != total:
+                raise PrivacyInvariantError(f"{ledger.path}: run {run_id} is not recorded as completed; "
+                                            "the adapter is not published")
+        elif ledger is not None:
+            log.warning("--no-dp: the adapter carries no privacy guarantee; nothing recorded in the ledger")
+        with atomic_dir(train_dir / "adapter") as tmp:
+            model.save_pretrained(tmp)
+        atomic_write_json(train_dir / "privacy_report.json", report)
+        # Earlier checkpoints hold the noise generator's state for steps that are now released:
+        # keep only the final one (its RNG state is never used again).
+        for old in sorted(ckpt_dir.glob("step-*"))[:-1]:
+            shutil.rmtree(old, ignore_errors=True)
+    dist.barrier()
+    return report
+
+
+def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, dp: DPStep, optimizer, sampler,
+                      gen, resume: bool, publish: bool, total: int) -> tuple[int, str]:
+    """(start step, run id): a new run, or the latest checkpoint restored; then the ledger check."""
+    fingerprint = plan_fingerprint(plan)
+    start, run_id = 0, f"train-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    if resume:
+        ck = latest_checkpoint(ckpt_dir)
+        if ck is None:
+            raise InputError(f"{ckpt_dir}: no checkpoint to resume from")
+        state = _load_checkpoint(ck, dp=dp, optimizer=optimizer, sampler=sampler, gen=gen)
+        if state["plan"] != fingerprint or state["private"] != settings.private:
+            raise InputError(f"{ck}: checkpoint belongs to another plan or mode; start afresh "
+                             "(delete the checkpoints) or re-plan")
+        start, run_id = int(state["step"]), state["run_id"]    # same run: its last ledger entry counts
+        if start >= total:
+            raise InputError(f"{ck}: already at step {start} of {total}; nothing to resume")
+    if publish and settings.private:
+        if ledger is None:
+            raise InputError("train: a private run needs the privacy ledger to publish an adapter")
+        ledger.check(plan, own_run=run_id if resume else None)
+    return start, run_id
+
+
+def _sigterm_as_interrupt():
+    """Schedulers stop jobs with SIGTERM: turn it into KeyboardInterrupt so the run records what
+    it spent before exiting. Returns the previous handler (None off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _rewrite_log(path: Path, *, keep_until: int) -> None:
+    """Keep the log lines of steps ≤ keep_until (the resumed checkpoint), drop the rest."""
+    lines = []
+    if keep_until and path.is_file():
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
+                 if ln.strip() and json.loads(ln)["step"] <= keep_until]
+    atomic_write_text(path, "".join(ln + "\n" for ln in lines))
+
+
+def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_completed: int, resumed_from: int) -> dict:
+    private = settings.private
+    return {
+        "run_id": run_id, "private": private,
+        "sigma": plan.sigma if private else 0.0, "batch_size": plan.batch_size, "steps": plan.steps,
+        "steps_completed": steps_completed, "resumed_from": resumed_from, "clip_norm": plan.clip_norm,
+        "noise_std_per_coordinate": plan.sigma * plan.clip_norm / plan.batch_size if private else 0.0,
+        "accountant": plan.accountant, "adjacency": plan.adjacency,
+        "guarantee": ("per-secret bounds of the plan (T steps; fewer steps spend less)" if private
+                      else "none: --no-dp baseline"),
+        "secrets": [{"id": s.id, "p": s.p, "r": s.r,
+                     "achieved_bound": s.achieved_bound if private else None,
+                     "binding": s.binding} for s in plan.secrets],
+    }
