@@ -18,11 +18,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-import numpy as np
-import scipy.sparse as sp
+from typing import TYPE_CHECKING
 
 from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, read_json
 from repoguard.errors import InputError
+
+if TYPE_CHECKING:  # numpy/scipy load lazily: the pre-commit hook imports this module for its types
+    import numpy as np
+    import scipy.sparse as sp
 
 ANALYZERS = ("declared", "imports", "ownership", "cochange", "codenames", "credentials")
 
@@ -70,7 +73,7 @@ class Incidence:
 
     def examples_of(self, secret_id: str) -> np.ndarray:
         """Row indices of the examples carrying `secret_id` (E_j)."""
-        j = self.secret_index()[secret_id]
+        j = self.secret_index()[secret_id]  # raises KeyError for an unknown id
         return self.matrix.tocsc()[:, j].nonzero()[0]
 
 
@@ -82,6 +85,9 @@ def build_incidence(
 ) -> Incidence:
     """Assemble E from file-level evidence. Evidence naming a file with no examples (excluded,
     or unknown) is kept in the table but adds no incidence. Raises ValueError on an unknown secret id."""
+    import numpy as np
+    import scipy.sparse as sp
+
     col = {s.id: j for j, s in enumerate(secrets)}
     rows: list[int] = []
     cols: list[int] = []
@@ -104,6 +110,7 @@ def build_incidence(
 
 def save_incidence(inc: Incidence, out_dir: str | Path) -> Path:
     """Write `inc` to `out_dir/incidence/` atomically; returns that directory."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -130,7 +137,9 @@ def save_incidence(inc: Incidence, out_dir: str | Path) -> Path:
 
 def load_incidence(out_dir: str | Path) -> Incidence:
     """Read `out_dir/incidence/`. Raises InputError naming the file when missing or corrupt."""
+    import numpy as np
     import pyarrow.parquet as pq
+    import scipy.sparse as sp
 
     d = Path(out_dir) / "incidence"
     meta = read_json(d / "secrets.json", what="incidence (run `repoguard analyze`)")

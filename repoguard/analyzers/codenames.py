@@ -1,0 +1,246 @@
+"""codenames — files that mention a secret's codename carry it (`propagate.codenames`).
+
+Where a codename is looked for: the comments, docstrings and string literals of source files
+(extracted with tree-sitter; code identifiers themselves are not prose), the whole text of
+documentation files (Markdown, reStructuredText, plain text), and the messages of commits that
+touched the file (bulk commits over `cochange_max_changeset` files are skipped).
+
+How: identifiers in that text are split first (snake_case, camelCase, dots, slashes, so
+`bluefin_signal`, `BluefinSignal` and `trading.bluefin` all contain the word "bluefin"), then a
+spaCy `PhraseMatcher` on a blank English tokenizer matches the codenames case-insensitively
+(attr LOWER), as whole tokens ("bluefins" is not "bluefin"). A codename that is an ordinary word
+(built-in stop list + `analyzers.codename_stoplist`) is matched only with the capitalisation it
+was declared with, and an ordinary word declared in lower case is not matched at all (a warning
+says so). Text is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import logging
+import re
+import warnings
+from functools import lru_cache
+from typing import Iterator, MutableMapping
+
+from repoguard.analyzers import _files
+from repoguard.analyzers.history import load_history
+from repoguard.analyzers.imports_lang import language_of as code_language
+from repoguard.incidence import Evidence
+from repoguard.progress import progress
+
+log = logging.getLogger(__name__)
+NAME = "codenames"
+
+# Ordinary words that also occur in code and prose ("signal", "harbor" as in "safe harbor"): a
+# codename among them is matched only with its declared capitalisation.
+STOPLIST = frozenset("""
+signal core engine model data main test new old base common shared util utils tool tools
+service server client api app web mobile edge prime max pro plus lite red blue green black white
+gold silver spring summer winter cloud storm star sun moon sky river ocean fire water stone
+bridge gate tower harbor harbour anchor beacon compass horizon pioneer pilot vision
+""".split())
+DOC_LANGUAGES = {".md": "markdown", ".rst": "rst", ".txt": "text", ".adoc": "asciidoc"}
+_PROSE_NODES = {
+    "python": ["comment", "string"],
+    "javascript": ["comment", "string", "template_string"],
+    "typescript": ["comment", "string", "template_string"],
+    "tsx": ["comment", "string", "template_string"],
+    "java": ["line_comment", "block_comment", "string_literal"],
+    "go": ["comment", "interpreted_string_literal", "raw_string_literal"],
+    "c": ["comment", "string_literal"],
+    "cpp": ["comment", "string_literal", "raw_string_literal"],
+    "rust": ["line_comment", "block_comment", "string_literal", "raw_string_literal"],
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[_./\\]+")
+
+
+def split_identifiers(text: str) -> str:
+    """Split identifiers into words: `alphaSignal_v2.core/x` → `alpha Signal v2 core x`.
+    Separators become spaces and a space is inserted at camelCase boundaries; newlines are
+    kept, so line numbers still hold."""
+    return _CAMEL.sub(" ", _SEPARATORS.sub(" ", text))
+
+
+@lru_cache(maxsize=None)
+def _query(language: str):
+    import tree_sitter_languages as tsl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        lang = tsl.get_language(language)
+        parser = tsl.get_parser(language)
+    kinds = []
+    for k in _PROSE_NODES[language]:
+        try:
+            lang.query(f"({k}) @p")
+            kinds.append(k)
+        except Exception:  # node type absent in this grammar version
+            continue
+    return parser, lang.query(" ".join(f"({k}) @p" for k in kinds))
+
+
+def prose(path: str, data: bytes) -> list[tuple[int, str]]:
+    """(1-based line, text) pieces of `path` where codenames are looked for (see module doc)."""
+    lang = code_language(path)
+    if lang in _PROSE_NODES:
+        parser, query = _query(lang)
+        tree = parser.parse(data)
+        out = []
+        for node, _ in query.captures(tree.root_node):
+            if node.parent is not None and node.parent.type in _PROSE_NODES[lang] and node.parent.type != "template_string":
+                continue  # nested string parts are inside the parent capture already
+            out.append((node.start_point[0] + 1, node.text.decode("utf-8", errors="replace")))
+        return out
+    if has_prose(path):
+        return [(1, data.decode("utf-8", errors="replace"))]
+    return []
+
+
+def has_prose(path: str) -> bool:
+    """Whether codenames are looked for in `path`: source with comments/strings, or a doc file."""
+    if code_language(path) in _PROSE_NODES:
+        return True
+    dot = path.rfind(".")
+    name = path.rsplit("/", 1)[-1].upper()
+    return (dot >= 0 and path[dot:].lower() in DOC_LANGUAGES) or name.startswith("README")
+
+
+class Matcher:
+    """Codename matcher for a set of secrets: `find(text) -> [(secret_id, codename, offset)]`.
+
+    spaCy is imported only when some text passes the substring prefilter (importing it costs
+    seconds; the pre-commit hook usually never needs it)."""
+
+    def __init__(self, secrets, stoplist=()) -> None:
+        stop = STOPLIST | {w.lower() for w in stoplist}
+        self.names: dict[str, tuple[str, str]] = {}
+        self.patterns: list[tuple[str, str, bool]] = []   # (key, split codename, exact case)
+        self.words: list[list[str]] = []
+        self.skipped: list[tuple[str, str]] = []
+        for s in secrets:
+            for name in s.codenames:
+                split = split_identifiers(name).strip()
+                key = f"{s.id}\0{name}"
+                ordinary = split.lower() in stop
+                if ordinary and split == split.lower():
+                    self.skipped.append((s.id, name))
+                    log.warning("codename %r of %s is an ordinary word in lower case: not matched "
+                                "(declare it capitalised to match it as a proper noun)", name, s.id)
+                    continue
+                self.names[key] = (s.id, name)
+                self.patterns.append((key, split, ordinary))
+                self.words.append(split.lower().split())
+        self.digest = hashlib.sha256(repr(sorted(self.names) + sorted(stop)).encode()).hexdigest()[:16]
+        self._nlp = None
+
+    def _build(self) -> None:
+        import spacy
+        from spacy.matcher import PhraseMatcher
+
+        self._nlp = spacy.blank("en")
+        self.lower = PhraseMatcher(self._nlp.vocab, attr="LOWER")
+        self.exact = PhraseMatcher(self._nlp.vocab, attr="ORTH")
+        for key, split, exact in self.patterns:
+            (self.exact if exact else self.lower).add(key, [self._nlp.make_doc(split)])
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def may_occur(self, data: bytes) -> bool:
+        """False when no codename can occur in `data` (some word of each is absent)."""
+        low = data.lower()
+        return any(all(w.encode() in low for w in words) for words in self.words)
+
+    def find(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int]]:
+        """Matches in `text` as (secret id, codename, offset in the identifier-split text)."""
+        low = text.lower()
+        if not any(all(w in low for w in words) for words in self.words):
+            return []
+        if not presplit:
+            text = split_identifiers(text)
+        if self._nlp is None:
+            self._build()
+        nlp = self._nlp
+        out = []
+        step = nlp.max_length - 1
+        for start in range(0, len(text), step):
+            doc = nlp.make_doc(text[start:start + step])
+            for matcher in (self.lower, self.exact):
+                for match_id, i, _ in matcher(doc):
+                    sid, name = self.names[nlp.vocab.strings[match_id]]
+                    out.append((sid, name, start + doc[i].idx))
+        return out
+
+
+def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int]]:
+    """(secret id, codename, line) of the first mention of each codename in the file."""
+    if not matcher.may_occur(data):
+        return []  # no codename's words anywhere in the bytes: skip parsing
+    pieces = prose(path, data)
+    if not pieces:
+        return []
+    text = split_identifiers("\n".join(t for _, t in pieces))
+    first_line, n = [], 0          # line (0-based, in `text`) where each piece starts
+    for _, t in pieces:
+        first_line.append(n)
+        n += t.count("\n") + 1
+    seen: dict[tuple[str, str], int] = {}
+    for sid, name, off in matcher.find(text, presplit=True):
+        joined = text.count("\n", 0, off)
+        k = bisect.bisect_right(first_line, joined) - 1
+        line = pieces[k][0] + joined - first_line[k]
+        if (sid, name) not in seen or line < seen[(sid, name)]:
+            seen[(sid, name)] = line
+    return sorted((sid, name, line) for (sid, name), line in seen.items())
+
+
+def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
+            commit_messages: bool = True) -> Iterator[Evidence]:
+    """Evidence for corpus files outside a secret's own paths that mention one of its codenames
+    (`commit_messages=False`: file contents only, as the pre-commit hook does)."""
+    secrets = [s for s in config.secrets if s.propagate.codenames and s.codenames]
+    if not secrets:
+        return
+    matcher = Matcher(secrets, config.analyzers.codename_stoplist)
+    if not matcher:
+        return
+    files = _files.corpus_files(corpus)
+    hits: dict[str, list] = {}
+    todo = {}
+    for p, sha in files.items():
+        key = f"{matcher.digest}:{sha}"
+        if cache is not None and sha and key in cache:
+            hits[p] = cache[key]
+        elif has_prose(p):
+            todo[p] = sha
+    with progress("codenames", total=len(todo)) as advance:
+        for path, data in _files.read_sources(repo, todo):
+            hits[path] = [list(h) for h in _file_hits(matcher, path, data)]
+            if cache is not None and todo.get(path):
+                cache[f"{matcher.digest}:{todo[path]}"] = hits[path]
+            advance()
+    own = {s.id: set(_files.secret_files(s, files)) for s in secrets}
+    for path in sorted(hits):
+        for sid, name, line in hits[path]:
+            if path in own[sid]:
+                continue  # the secret's own files: `declared` ties them already
+            yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}")
+    if commit_messages:
+        yield from _commit_messages(repo, matcher, set(files), own, config.analyzers.cochange_max_changeset)
+
+
+def _commit_messages(repo, matcher: Matcher, files: set[str], own: dict, max_changeset: int) -> Iterator[Evidence]:
+    hist = load_history(repo)
+    first: dict[tuple[str, str], tuple[str, str]] = {}
+    for c in reversed(hist.commits):  # oldest first: cite the commit that introduced the name
+        if len(c.paths) > max_changeset:
+            continue
+        found = {(sid, name) for sid, name, _ in matcher.find(c.message)}
+        for sid, name in sorted(found):
+            for p in c.paths:
+                if p in files and p not in own[sid] and (p, sid) not in first:
+                    first[(p, sid)] = (c.sha, name)
+    for (p, sid), (sha, name) in sorted(first.items()):
+        yield Evidence(p, sid, NAME, f"commit {sha[:10]} touching it mentions codename {name!r}")

@@ -1,0 +1,76 @@
+"""credentials — a file holding a detected credential carries that credential as a secret.
+
+The scan is the credentials package's (rules/*.toml, Hyperscan/RE2 engine; `[scan]` config).
+Each distinct credential (by the SHA-256 of its value: the same key pasted in three files is one
+secret) becomes a Secret of kind "credential" with id `credential:RULE:HASH12`. Its prior p is
+the probability of guessing it, 2^−bits with bits = Shannon entropy per character × length
+[Shannon 1948; seed paper 002's "secrecy"], floored at `[defaults] p` (a larger prior is the
+conservative side); r is `[defaults] r`. The credential text is redacted from training examples
+by the corpus/training stages; the secret makes the plan bound what leaks around it too. Values
+never appear in evidence: only the redacted form (first 4 characters, then `…`).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from repoguard.analyzers import _files
+from repoguard.incidence import Evidence, Secret
+
+NAME = "credentials"
+_FOUND: dict[str, Secret] = {}
+
+
+def secret_id(finding) -> str:
+    return f"credential:{finding.rule_id}:{finding.secret_sha256[:12]}"
+
+
+def guess_bits(finding) -> float:
+    """Estimated entropy of the credential in bits: per-character Shannon entropy × length.
+    The length is the span of the match (`end − start`, bytes); path-only findings get 0."""
+    return max(0.0, float(finding.entropy)) * max(0, finding.end - finding.start)
+
+
+def prior(finding, floor: float) -> float:
+    """p = max(2^−bits, floor)."""
+    return max(2.0 ** -guess_bits(finding), floor)
+
+
+def scan(repo, paths, config):
+    """Findings of the credential scan over `paths` (working tree), sorted by (path, line)."""
+    from repoguard.credentials.rules import load_rules
+    from repoguard.credentials.scan import Scanner
+
+    rules = load_rules(rule_files=config.scan.rules, use_default=config.scan.use_default_rules)
+    scanner = Scanner(rules, max_file_bytes=config.scan.max_file_bytes)
+    return scanner.scan_files(str(repo.root), sorted(paths)).findings
+
+
+def scan_blobs(repo, files, config) -> Iterator[Evidence]:
+    """Evidence for `files` (path → blob SHA) scanned from their blobs (the index's content, as
+    the pre-commit hook needs), one process, no pool."""
+    from repoguard.credentials.engine import Engine
+    from repoguard.credentials.rules import load_rules
+
+    engine = Engine.build(load_rules(rule_files=config.scan.rules, use_default=config.scan.use_default_rules))
+    for path, data in _files.read_sources(repo, files):
+        if engine.path_allowed(path) or b"\0" in data[:8000]:
+            continue  # allowlisted path, or binary (git's test), as the file scan does
+        for f in sorted(engine.scan(data[:config.scan.max_file_bytes], path), key=lambda f: (f.line, f.rule_id)):
+            yield Evidence(path, secret_id(f), NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}")
+
+
+def analyze(repo, corpus, config) -> Iterator[Evidence]:
+    files = _files.corpus_files(corpus)
+    _FOUND.clear()
+    for f in scan(repo, files, config):
+        sid = secret_id(f)
+        if sid not in _FOUND:
+            _FOUND[sid] = Secret(sid, "credential", prior(f, config.defaults.p), config.defaults.r,
+                                 f"{f.rule_id} credential {f.redacted} (~{guess_bits(f):.0f} bits)")
+        yield Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}")
+
+
+def secrets(evidence, config) -> list[Secret]:
+    """The credential secrets behind `evidence` (from the last `analyze` call), in first-seen order."""
+    seen = dict.fromkeys(e.secret_id for e in evidence)
+    return [_FOUND[s] for s in seen if s in _FOUND]

@@ -1,0 +1,42 @@
+"""`repoguard analyze [PATH]`: tie training examples to secrets; write corpus + incidence."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "analyze"
+HELP = "tie training examples to secrets (declared, imports, ownership, co-change, codenames)"
+
+
+def register(parser) -> None:
+    add_path_argument(parser)
+    add_json_flag(parser)
+    parser.add_argument("--only", metavar="NAMES", default=None,
+                        help="comma-separated analyzers to run (default: [analyzers] enabled)")
+
+
+def run(args) -> int:
+    from repoguard.analyze import run_analyze
+    from repoguard.commands._common import resolve_repo
+
+    repo, config, out = resolve_repo(args, allow_plain=True)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    result = run_analyze(repo, config, out, only=only)
+    s = result.summary
+    if args.json:
+        print_json({"out": str(out), **s})
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"{s['files']} files, {s['examples']} examples, {s['secrets']} secrets, "
+                  f"{s['incidences']} incidences (corpus {s['corpus_seconds']:.1f} s, "
+                  f"total {s['total_seconds']:.1f} s) → {out / 'incidence'}")
+    table = Table("analyzer", "files", "incidences", "evidence", "seconds")
+    for name, row in s["per_analyzer"].items():
+        table.add_row(name, str(row["files"]), str(row["incidences"]), str(row["evidence"]),
+                      f"{row['seconds']:.2f}")
+    console.print(table)
+    for sid, n in s["per_secret"].items():
+        console.print(f"  {sid}: {n} examples")
+    return 0

@@ -1,0 +1,57 @@
+"""`repoguard explain FILE` / `repoguard explain --secret ID`: why a file carries secrets, or
+which files carry a secret — read from the incidence `repoguard analyze` wrote."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, print_json
+
+NAME = "explain"
+HELP = "why a file carries secrets (FILE), or which files carry a secret (--secret ID)"
+
+
+def register(parser) -> None:
+    parser.add_argument("file", nargs="?", default=None, metavar="FILE", help="a file of the repository")
+    parser.add_argument("--secret", metavar="ID", default=None, help="list the files tied to this secret")
+    parser.add_argument("--repo", metavar="PATH", default=None,
+                        help="repository (default: the one containing FILE, else the current directory)")
+    add_json_flag(parser)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from repoguard import explain
+    from repoguard.commands._common import resolve_repo
+    from repoguard.errors import InputError
+    from repoguard.incidence import load_incidence
+
+    if (args.file is None) == (args.secret is None):
+        raise InputError("explain: give exactly one of FILE or --secret ID")
+    where = args.repo
+    if where is None and args.file is not None:
+        where = str(_root_of(Path(args.file)))
+    repo, _config, out = resolve_repo(args, where or ".", allow_plain=True)
+    inc = load_incidence(out)
+    if args.secret is not None:
+        answer = explain.examples_of(inc, args.secret)
+        text = explain.render_secret(answer)
+    else:
+        path = explain.relative_path(repo.root, args.file)
+        answer = explain.secrets_of(inc, path)
+        text = explain.render_file(answer)
+    if args.json:
+        print_json(answer)
+    else:
+        print(text)
+    return 0
+
+
+def _root_of(file):
+    """The nearest folder above `file` holding `.git`, `.repoguard/` or `repoguard.toml`
+    (the current directory when none does)."""
+    from pathlib import Path
+
+    d = file.resolve().parent if file.parent.is_dir() else Path.cwd()
+    for cand in (d, *d.parents):
+        if any((cand / m).exists() for m in (".git", ".repoguard", "repoguard.toml")):
+            return cand
+    return Path.cwd()

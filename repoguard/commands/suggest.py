@@ -1,0 +1,36 @@
+"""`repoguard suggest [PATH]`: propose candidate secrets (ownership silos, codenames, credentials)
+as a repoguard.toml snippet with the evidence for each; nothing is declared silently."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "suggest"
+HELP = "propose candidate secrets (ownership silos, codenames, credentials) as a TOML snippet"
+
+
+def register(parser) -> None:
+    add_path_argument(parser)
+    add_json_flag(parser)
+    parser.add_argument("--kinds", default="silo,codename,credential", metavar="KINDS",
+                        help="comma-separated: silo, codename, credential (default: all)")
+
+
+def run(args) -> int:
+    from repoguard.commands._common import resolve_repo
+    from repoguard.errors import InputError
+    from repoguard.suggest import suggest
+
+    repo, config, _out = resolve_repo(args)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in ("silo", "codename", "credential")]
+    if bad:
+        raise InputError(f"--kinds: unknown kind {bad[0]!r} (known: silo, codename, credential)")
+    result = suggest(repo, config, kinds=kinds)
+    if args.json:
+        print_json(result)
+    else:
+        print(result["toml"], end="")
+        covered = [c for c in result["candidates"] if c["covered_by"]]
+        for c in covered:
+            print(f"# already declared: {c['kind']} {c['id']} (covered by {', '.join(c['covered_by'])})")
+    return 0

@@ -1,0 +1,42 @@
+"""`repoguard tag [FILE…]`: the pre-commit hook (id `repoguard-tag`) keeping
+`.repoguard/sensitive.toml` up to date for the staged files; exit 1 when it changed it."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, print_json
+
+NAME = "tag"
+HELP = "record the secrets of staged files in .repoguard/sensitive.toml (pre-commit hook)"
+
+
+def register(parser) -> None:
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="staged files to examine (pre-commit passes them; default: all staged)")
+    parser.add_argument("--all", action="store_true", dest="all_files",
+                        help="rebuild the whole manifest from a full analyze (history included)")
+    parser.add_argument("--repo", metavar="PATH", default=".", help="repository (default: current directory)")
+    add_json_flag(parser)
+
+
+def run(args) -> int:
+    import sys
+
+    from repoguard.commands._common import resolve_repo
+    from repoguard.explain import relative_path
+    from repoguard.tagging import MANIFEST, tag
+
+    repo, config, out = resolve_repo(args, args.repo)
+    paths = [relative_path(repo.root, f) for f in args.files] if args.files else None
+    result = tag(repo, config, out, paths=paths, all_files=args.all_files)
+    if args.json:
+        print_json(result.to_json())
+    elif result.changed:
+        n = len(result.tagged) + len(result.removed)
+        sys.stderr.write(
+            f"repoguard tag: updated {MANIFEST} ({n} file(s) changed sensitivity). Review it and "
+            f"stage it: git add {MANIFEST}\n")
+        for p, secrets in sorted(result.tagged.items()):
+            ties = ", ".join(f"{s} ({'/'.join(a)})" for s, a in sorted(secrets.items()))
+            sys.stderr.write(f"  {p}: {ties}\n")
+        for p in result.removed:
+            sys.stderr.write(f"  {p}: no longer listed\n")
+    return 1 if result.changed else 0

@@ -1,0 +1,99 @@
+"""Questions asked of the incidence (grimp-style): which secrets does this file carry and why;
+which files and examples carry this secret and why. Every answer carries its evidence chain.
+
+Both answers are plain dicts ready for `--json`:
+    secrets_of(inc, path)   → {"path", "secrets": [{"secret", "evidence": [{"analyzer", "reason", "chain"}]}]}
+    examples_of(inc, id)    → {"secret", "examples": [{"path", "example_ids", "evidence": [...]}]}
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from repoguard.errors import InputError
+from repoguard.incidence import Evidence, Incidence
+
+
+def _ev(e: Evidence) -> dict:
+    return {"analyzer": e.analyzer, "reason": e.reason, "chain": list(e.chain)}
+
+
+def _order(rows: list[Evidence]) -> list[Evidence]:
+    from repoguard.incidence import ANALYZERS
+
+    rank = {a: i for i, a in enumerate(ANALYZERS)}
+    return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), e.reason))
+
+
+def secrets_of(inc: Incidence, path: str) -> dict:
+    """The secrets tied to `path` (repo-relative POSIX), each with its evidence; [] when none."""
+    by_secret: dict[str, list[Evidence]] = defaultdict(list)
+    for e in inc.evidence:
+        if e.path == path:
+            by_secret[e.secret_id].append(e)
+    order = [s.id for s in inc.secrets]
+    return {"path": path, "secrets": [
+        {"secret": sid, "evidence": [_ev(e) for e in _order(by_secret[sid])]}
+        for sid in order if sid in by_secret]}
+
+
+def examples_of(inc: Incidence, secret_id: str, *, example_paths: list[str] | None = None) -> dict:
+    """The files tied to `secret_id`, with the ids of their examples and their evidence.
+    Raises InputError for an unknown secret id. `example_paths[i]` is example i's path (from the
+    corpus) for listing example ids; omitted → ids are taken from the id's `path#` prefix."""
+    if secret_id not in inc.secret_index():
+        known = ", ".join(s.id for s in inc.secrets) or "none"
+        raise InputError(f"unknown secret {secret_id!r} (known: {known})")
+    rows = inc.examples_of(secret_id)
+    ids_by_path: dict[str, list[str]] = defaultdict(list)
+    for i in rows:
+        eid = inc.example_ids[i]
+        p = example_paths[i] if example_paths else eid.rsplit("#", 1)[0]
+        ids_by_path[p].append(eid)
+    by_path: dict[str, list[Evidence]] = defaultdict(list)
+    for e in inc.evidence:
+        if e.secret_id == secret_id:
+            by_path[e.path].append(e)
+    return {"secret": secret_id, "examples": [
+        {"path": p, "example_ids": ids_by_path.get(p, []), "evidence": [_ev(e) for e in _order(by_path[p])]}
+        for p in sorted(by_path)]}
+
+
+def relative_path(repo_root: Path, target: str) -> str:
+    """`target` (absolute, relative to the cwd, or already repo-relative) as a repo-relative POSIX
+    path. Raises InputError when it lies outside the repository."""
+    p = Path(target)
+    if not p.is_absolute():
+        cwd_rel = (Path.cwd() / p).resolve()
+        if cwd_rel.exists() or not (repo_root / p).exists():
+            p = cwd_rel
+        else:
+            p = repo_root / p
+    try:
+        return p.resolve().relative_to(repo_root.resolve()).as_posix()
+    except ValueError:
+        raise InputError(f"{target}: not inside the repository {repo_root}") from None
+
+
+def render_file(answer: dict) -> str:
+    if not answer["secrets"]:
+        return f"{answer['path']}: carries no secret"
+    lines = [f"{answer['path']} carries {len(answer['secrets'])} secret(s):"]
+    for s in answer["secrets"]:
+        lines.append(f"  {s['secret']}")
+        for e in s["evidence"]:
+            lines.append(f"    {e['analyzer']:<11} {e['reason']}")
+            if len(e["chain"]) > 2:
+                lines.append(f"    {'':<11} chain: {' → '.join(e['chain'])}")
+    return "\n".join(lines)
+
+
+def render_secret(answer: dict) -> str:
+    ex = answer["examples"]
+    n = sum(len(x["example_ids"]) for x in ex)
+    lines = [f"{answer['secret']}: {len(ex)} file(s), {n} example(s)"]
+    for x in ex:
+        lines.append(f"  {x['path']} ({len(x['example_ids'])} example(s))")
+        for e in x["evidence"]:
+            lines.append(f"    {e['analyzer']:<11} {e['reason']}")
+    return "\n".join(lines)

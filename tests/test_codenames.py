@@ -1,0 +1,76 @@
+"""Codename mentions: comments, docstrings, strings, docs and commit messages; identifiers split."""
+from __future__ import annotations
+
+from analyzer_helpers import commit, make_repo
+
+from repoguard.analyzers import codenames
+from repoguard.config import parse_config
+from repoguard.corpus import build_corpus
+from repoguard.gitrepo import GitRepo
+
+CONFIG = """
+[[secret]]
+id = "alpha"
+codenames = ["Bluefin", "Project Kestrel", "Harbor", "signal", "Osprey"]
+[analyzers]
+codename_stoplist = ["osprey"]
+"""
+
+
+def test_split_identifiers():
+    assert codenames.split_identifiers("bluefin_signal BluefinModel trading.bluefin/x") == \
+        "bluefin signal Bluefin Model trading bluefin x"
+
+
+def test_matches_prose_not_code_and_respects_stoplist(tmp_path):
+    root = tmp_path / "r"
+    make_repo(root, {
+        "a.py": 'import os\n\n\ndef f():\n    """Scores for the BLUEFIN desk."""\n    return 1\n',
+        "b.py": "x = 1\n# see bluefin_v2.model\n",
+        "c.py": "bluefin = 1  # the variable name alone is code, not prose\n",
+        "d.ts": "// nothing here\nconst s = `project kestrel rollout`;\n",
+        "e.go": 'package e\n\nvar s = "Project Kestrel"\n',
+        "f.java": "class F { /* safe harbor, lower case: an ordinary word */ }\n",
+        "g.rs": "// Harbor launch\nfn main() {}\n",
+        "h.md": "# Notes\n\nThe bluefins are fish.\n",
+        "docs/i.md": "Line one\nBluefin roadmap\n",
+        "j.py": "# a signal handler\n",
+        "l.py": "# the osprey is a bird\n",
+        "m.py": "'''Osprey v2'''\n",
+    })
+    commit(root, {"k.py": "K = 1\n"}, "Tune the Bluefin thresholds")
+    repo = GitRepo(root)
+    cfg = parse_config(CONFIG)
+    ev = list(codenames.analyze(repo, build_corpus(repo, cfg.corpus), cfg))
+    assert [(e.path, e.reason) for e in ev] == [
+        ("a.py", "mentions codename 'Bluefin' at line 5"),
+        ("b.py", "mentions codename 'Bluefin' at line 2"),
+        ("d.ts", "mentions codename 'Project Kestrel' at line 2"),
+        ("docs/i.md", "mentions codename 'Bluefin' at line 2"),
+        ("e.go", "mentions codename 'Project Kestrel' at line 3"),
+        ("g.rs", "mentions codename 'Harbor' at line 1"),
+        ("m.py", "mentions codename 'Osprey' at line 1"),
+        ("k.py", f"commit {_head(root)[:10]} touching it mentions codename 'Bluefin'"),
+    ]
+
+
+def test_cache_reuses_per_blob_results(tmp_path):
+    root = tmp_path / "r"
+    make_repo(root, {"a.py": "# Bluefin\n", "b.py": "# nothing\n"})
+    repo = GitRepo(root)
+    cfg = parse_config(CONFIG)
+    corpus = build_corpus(repo, cfg.corpus)
+    cache: dict = {}
+    first = list(codenames.analyze(repo, corpus, cfg, cache=cache))
+    assert len(cache) == 2
+    # poison the cache entry for a.py: a second run must use it, proving no re-parse
+    key = next(k for k, v in cache.items() if v)
+    cache[key] = [["alpha", "Bluefin", 99]]
+    second = list(codenames.analyze(repo, corpus, cfg, cache=cache))
+    assert [e.reason for e in first] == ["mentions codename 'Bluefin' at line 1"]
+    assert [e.reason for e in second] == ["mentions codename 'Bluefin' at line 99"]
+
+
+def _head(root):
+    import subprocess
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()

@@ -1,0 +1,75 @@
+"""`repoguard explain`: a file's secrets with their evidence chain, a secret's files (JSON contract)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from repoguard.analyze import run_analyze
+from repoguard.config import load_config
+from repoguard.gitrepo import GitRepo
+
+
+@pytest.fixture(scope="module")
+def analyzed(fixture_repo, tmp_path_factory):
+    out = tmp_path_factory.mktemp("explain-out")
+    run_analyze(GitRepo(fixture_repo), load_config(fixture_repo / "repoguard.toml"), out,
+                only=["declared", "imports", "ownership", "cochange", "codenames"])
+    return fixture_repo, out
+
+
+def _cli(root, out, *args):
+    res = subprocess.run([sys.executable, "-m", "repoguard.cli", "explain", "--repo", str(root),
+                          "--out", str(out), *args], capture_output=True, text=True, cwd=root)
+    return res
+
+
+def test_file_json_has_the_chain(analyzed, monorepo_module):
+    root, out = analyzed
+    res = _cli(root, out, "reports/daily_pnl.py", "--json")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    row = next(r for r in monorepo_module.EXPECTED_INCIDENCE["alpha-strategy"]["imports"]
+               if r["path"] == "reports/daily_pnl.py")
+    assert got["path"] == "reports/daily_pnl.py"
+    assert [s["secret"] for s in got["secrets"]] == ["alpha-strategy"]
+    [ev] = got["secrets"][0]["evidence"]
+    assert ev["analyzer"] == "imports" and ev["chain"] == row["chain"]
+    assert ev["reason"] == (f"imports trading/execution/router.py at line {row['line']} (from trading.execution "
+                            "import router), which imports trading/alpha/signals.py (2 hops)")
+    text = _cli(root, out, "reports/daily_pnl.py").stdout
+    assert "chain: reports/daily_pnl.py → trading/execution/router.py → trading/alpha/signals.py" in text
+
+
+def test_file_without_secrets_and_several_analyzers(analyzed):
+    root, out = analyzed
+    got = json.loads(_cli(root, out, "shared/utils/files.py", "--json").stdout)
+    assert got == {"path": "shared/utils/files.py", "secrets": []}
+    got = json.loads(_cli(root, out, str(root / "config/alpha_universe.yaml"), "--json").stdout)
+    assert [(s["secret"], [e["analyzer"] for e in s["evidence"]]) for s in got["secrets"]] == [
+        ("alpha-strategy", ["ownership"])]
+    assert got["secrets"][0]["evidence"][0]["reason"].startswith("owned by @acme/alpha per .github/CODEOWNERS line ")
+
+
+def test_secret_lists_its_files(analyzed, monorepo_module):
+    root, out = analyzed
+    got = json.loads(_cli(root, out, "--secret", "client-book", "--json").stdout)
+    exp = monorepo_module.EXPECTED_INCIDENCE["client-book"]
+    assert got["secret"] == "client-book"
+    assert [x["path"] for x in got["examples"]] == sorted(exp["declared"] + exp["codenames"])
+    for x in got["examples"]:
+        assert x["example_ids"] and all(i.startswith(x["path"] + "#") for i in x["example_ids"])
+        assert {e["analyzer"] for e in x["evidence"]} <= {"declared", "codenames"}
+
+
+def test_errors_are_one_line(analyzed, tmp_path):
+    root, out = analyzed
+    bad = _cli(root, out, "--secret", "nope")
+    assert bad.returncode == 2 and bad.stderr.startswith("repoguard: error: unknown secret 'nope'")
+    both = _cli(root, out, "a.py", "--secret", "x")
+    assert both.returncode == 2 and "exactly one" in both.stderr
+    missing = _cli(root, tmp_path / "empty", "a.py")
+    assert missing.returncode == 2 and "run `repoguard analyze`" in missing.stderr
+    assert all(len(r.stderr.strip().splitlines()) == 1 for r in (bad, both, missing))
