@@ -25,6 +25,10 @@ _EXTRA_TARGETS = {
 }
 
 
+# LoRA targets of the embedded tiny model when none are configured (see pipeline.run_training).
+TINY_LORA_TARGETS = ("q_proj", "v_proj", "lm_head")
+
+
 @dataclass(frozen=True)
 class TinyConfig:
     """Size of the embedded default model (Llama architecture)."""

@@ -53,7 +53,8 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
-    from repoguard.training.model import (TinyConfig, apply_lora, build_tiny_model, load_model, pick_device,
+    from repoguard.training.model import (TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model,
+                                          load_model, pick_device,
                                           save_base_model)
     from repoguard.training.trainer import TrainSettings, train
 
@@ -76,8 +77,11 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                 with atomic_dir(base_dir) as tmp:
                     save_base_model(model, tok, tmp)
             model = model.to(device)
+        # The embedded model is random: with adapters on attention only its frozen random head caps
+        # how much it can learn (loss stalls near ln|V|), so the default also adapts lm_head.
+        targets = cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS)
         model = apply_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
-                           targets=cfg.lora_targets, seed=cfg.seed)
+                           targets=targets, seed=cfg.seed)
         if not cfg.model:   # lets AutoPeftModelForCausalLM find the embedded base offline
             model.peft_config["default"].base_model_name_or_path = str(base_dir.resolve())
         sync_parameters([p for p in model.parameters() if p.requires_grad], dist)

@@ -1,0 +1,99 @@
+"""`repoguard audit canaries|extract [PATH]`: what a DP and a --no-dp model memorise (OUT/audit/)."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "audit"
+HELP = "measure memorisation: canary exposure and k-extractable examples, DP vs --no-dp (writes OUT/audit/)"
+
+
+def _common_flags(p) -> None:
+    import argparse
+
+    # The global options also after the sub-subcommand; SUPPRESS keeps a value given before it.
+    p.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help="config file")
+    p.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS, help="output directory")
+    p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="only errors and results")
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
+    add_path_argument(p)
+    add_json_flag(p)
+    a = p.add_argument
+    a("--steps", type=int, default=None, help="training steps of each run (≤ the plan's T; default T)")
+    a("--seed", type=int, default=0, help="seed of sampler, model init, sampling and DP noise (default 0)")
+    a("--lr", type=float, default=None, help="learning rate (default: [training])")
+    a("--max-length", type=int, default=None, metavar="N", help="tokens per example (default: [training])")
+    a("--lora-targets", default=None, metavar="NAMES", help="comma-separated module names (default: [training])")
+    a("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+
+
+def register(parser) -> None:
+    sub = parser.add_subparsers(dest="audit_kind", metavar="{canaries,extract}", required=True,
+                                parser_class=type(parser))
+    c = sub.add_parser("canaries", help="plant a canary in a secret's examples; exposure DP vs --no-dp")
+    _common_flags(c)
+    c.add_argument("--secret", required=True, metavar="ID", help="the secret whose examples carry the canary")
+    c.add_argument("--insert", type=int, default=10, metavar="N", help="examples that carry the canary (default 10)")
+    c.add_argument("--references", type=int, default=10_000, metavar="N",
+                   help="reference candidates for the sampled rank (default 10^4)")
+    c.add_argument("--name", default="ALPHA_SIGNAL_KEY", help="canary variable name (default ALPHA_SIGNAL_KEY)")
+    c.add_argument("--digits", type=int, default=10, help="random hex digits (|R| = 16^digits; default 10)")
+    e = sub.add_parser("extract", help="k-extractable memorisation per secret, DP vs --no-dp")
+    _common_flags(e)
+    e.add_argument("-k", type=int, default=50, help="prefix tokens (default 50; clamped to max_length)")
+    e.add_argument("-m", type=int, default=50, help="tokens greedy decoding must reproduce (default 50)")
+    e.add_argument("--per-secret", type=int, default=20, metavar="N", help="examples sampled per secret")
+    e.add_argument("--max-secrets", type=int, default=50, metavar="N", help="secrets measured (most examples first)")
+
+
+def run(args) -> int:
+    import dataclasses
+    import logging
+
+    from repoguard.commands._common import resolve_repo
+    from repoguard.errors import InputError
+
+    repo, config, out = resolve_repo(args, allow_plain=True)
+    over = {"learning_rate": args.lr, "max_length": args.max_length,
+            "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
+            if args.lora_targets else None}
+    cfg = dataclasses.replace(config.training, **{k: v for k, v in over.items() if v is not None})
+    if args.steps is not None and args.steps < 1:
+        raise InputError(f"--steps: must be ≥ 1, got {args.steps}")
+    quiet = getattr(args, "quiet", False)
+    common = dict(out=out, root=repo.root, cfg=cfg, steps=args.steps, seed=args.seed,
+                  noise_seed=args.seed + 0x5EED, device=args.device, show_progress=not quiet)
+    log = logging.getLogger("repoguard")
+    if args.audit_kind == "canaries":
+        from repoguard.audit.canaries import CanaryFormat, run_canary_audit
+
+        if not 1 <= args.digits <= 64 or not args.name.isidentifier():
+            raise InputError("--name must be an identifier and --digits in 1..64")
+        doc = run_canary_audit(secret_id=args.secret, n_insert=args.insert, n_references=args.references,
+                               fmt=CanaryFormat(name=args.name, length=args.digits), **common)
+        if args.json:
+            print_json(doc)
+        elif not quiet:
+            for label, r in doc["runs"].items():
+                log.info("%-6s exposure %.2f bits (sampled, rank %d of %d) / %.2f bits (skew-normal) of %g",
+                         label, r["exposure_sampled"], r["rank_in_sample"], r["n_references"] + 1,
+                         r["exposure_skewnorm"], doc["log2_space_size"])
+            log.info("→ %s", out / "audit" / "canaries.json")
+        return 0
+    from repoguard.audit.extraction import run_extract_audit
+
+    if args.per_secret < 1 or args.max_secrets < 1:
+        raise InputError("--per-secret and --max-secrets must be ≥ 1")
+    doc = run_extract_audit(k=args.k, m=args.m, per_secret=args.per_secret, max_secrets=args.max_secrets, **common)
+    if args.json:
+        print_json(doc)
+    elif not quiet:
+        if doc["note"]:
+            log.info("%s", doc["note"])
+        for name, g in doc["groups"].items():
+            log.info("%-40s dp %s  no-dp %s  (%d sampled)", name, _pct(g.get("dp")), _pct(g.get("no-dp")), g["n_sampled"])
+        log.info("→ %s", out / "audit" / "extraction.json")
+    return 0
+
+
+def _pct(x) -> str:
+    return "   -  " if x is None else f"{100 * x:5.1f}%"

@@ -1,0 +1,27 @@
+"""`repoguard report [PATH]`: OUT/report/report.html (self-contained) and OUT/report/report.json."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "report"
+HELP = "write a self-contained HTML report (and report.json) of findings, plan, training and audits"
+
+
+def register(parser) -> None:
+    add_path_argument(parser)
+    add_json_flag(parser)
+
+
+def run(args) -> int:
+    import logging
+
+    from repoguard.commands._common import resolve_repo
+    from repoguard.report import build_report
+
+    repo, _config, out = resolve_repo(args, allow_plain=True)
+    result = build_report(out, repo_name=repo.root.name)
+    if args.json:
+        print_json(result)
+    elif not args.quiet:
+        logging.getLogger("repoguard").info("report (%d KiB) → %s", result["html_bytes"] // 1024, result["html"])
+    return 0

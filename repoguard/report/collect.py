@@ -1,0 +1,203 @@
+"""Every stage's artefact in OUT → one report document (the content of report.json).
+
+Each part is optional (a stage not run yet is reported as absent): scan findings
+(`scan/findings.json`, redacted only), the plan (`plan/`), the incidence (`incidence/`), the ledger
+(`ledger.jsonl`), training logs (`train/`, `audit/*/{dp,no-dp}/train_log.jsonl`) and the audits
+(`audit/canaries.json`, `audit/extraction.json`). Per-secret rows are capped at `MAX_ROWS`
+(worst achieved/target first); the complete table stays in `plan/plan.json`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from repoguard.errors import InputError
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_log(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return [{"step": r.get("step"), "loss": r.get("loss"), "batch_size": r.get("batch_size")} for r in rows]
+
+
+def _downsample(rows: list[dict], n: int = 400) -> list[dict]:
+    """At most n points (evenly spaced) so a long run's curve stays small."""
+    if len(rows) <= n:
+        return rows
+    idx = np.linspace(0, len(rows) - 1, n).round().astype(int)
+    return [rows[i] for i in idx]
+
+
+def _findings(out: Path) -> dict | None:
+    from repoguard.report import MAX_FINDINGS
+
+    doc = _read_json(out / "scan" / "findings.json")
+    if doc is None:
+        return None
+    rows = [{"rule_id": f.get("rule_id"), "path": f.get("path"), "line": f.get("line"),
+             "redacted": str(f.get("redacted", ""))[:5], "entropy": f.get("entropy")}
+            for f in doc.get("findings", [])]
+    by_rule = defaultdict(int)
+    for r in rows:
+        by_rule[r["rule_id"]] += 1
+    return {"count": len(rows), "by_rule": dict(sorted(by_rule.items(), key=lambda kv: -kv[1])),
+            "rows": rows[:MAX_FINDINGS], "shown": min(len(rows), MAX_FINDINGS)}
+
+
+def _ledger(out: Path) -> dict | None:
+    path = out / "ledger.jsonl"
+    if not path.is_file():
+        return None
+    from repoguard.accounting.ledger import read_entries, spent, verify
+
+    check = verify(path)
+    doc = {"ok": bool(check["ok"]), "problems": check["problems"][:5], "entries": check.get("entries"),
+           "runs": [], "spent_kl": {}}
+    if check["ok"]:
+        doc["spent_kl"] = {k: v[0] for k, v in spent(path).items()}
+        last = {}
+        for e in read_entries(path):
+            last[e["run_id"]] = e
+        doc["runs"] = [{"run_id": e["run_id"], "time": e.get("time"), "status": e.get("status"),
+                        "steps_completed": e.get("steps_completed"), "sigma": e.get("sigma")}
+                       for e in list(last.values())[-20:]]
+    return doc
+
+
+def _secrets(plan, ledger: dict | None, evidence_counts: dict) -> dict:
+    from repoguard.report import MAX_ROWS
+
+    spent = (ledger or {}).get("spent_kl", {})
+    s = plan.secrets
+    ratio = np.array([x.achieved_bound / x.r if x.r > 0 else math.inf for x in s], dtype=float)
+    order = np.argsort(-ratio, kind="stable")[:MAX_ROWS]
+    rows = [{"id": s[j].id, "p": s[j].p, "r": s[j].r, "achieved_bound": s[j].achieved_bound,
+             "ratio": float(ratio[j]), "binding": s[j].binding, "n_examples": s[j].n_examples,
+             "sum_w": s[j].sum_w, "kl_spent": s[j].kl_spent, "ledger_kl_total": spent.get(s[j].id),
+             "n_evidence": evidence_counts.get(s[j].id, 0)} for j in order]
+    finite = ratio[np.isfinite(ratio)]
+    hist_counts, hist_edges = (np.histogram(np.log10(np.clip(finite, 1e-12, None)), bins=40)
+                               if finite.size else (np.zeros(0), np.zeros(0)))
+    return {"count": len(s), "shown": len(rows), "rows": rows,
+            "met": int(np.sum(ratio <= 1 + 1e-9)), "violated": int(np.sum(ratio > 1 + 1e-9)),
+            "ratio_max": float(ratio.max()) if ratio.size else None,
+            "ratio_median": float(np.median(ratio)) if ratio.size else None,
+            "ratio_log10_hist": {"counts": hist_counts.tolist(), "edges": hist_edges.tolist()},
+            "binding_kinds": _count(x.binding.split(":")[0] for x in s)}
+
+
+def _count(it) -> dict:
+    d = defaultdict(int)
+    for x in it:
+        d[x] += 1
+    return dict(d)
+
+
+def _explorer(plan, inc, rows: list[dict]) -> list[dict]:
+    """Evidence per shown secret: which files, which analyzer, why (capped)."""
+    from repoguard.report import MAX_EVIDENCE, MAX_EXPLORER
+
+    wanted = [r["id"] for r in rows[:MAX_EXPLORER]] if rows else [s.id for s in inc.secrets[:MAX_EXPLORER]]
+    want = set(wanted)
+    by = defaultdict(list)
+    n = defaultdict(int)
+    for e in inc.evidence:
+        if e.secret_id in want:
+            n[e.secret_id] += 1
+            if len(by[e.secret_id]) < MAX_EVIDENCE:
+                by[e.secret_id].append({"path": e.path, "analyzer": e.analyzer, "reason": e.reason,
+                                        "chain": list(e.chain)[:6]})
+    desc = {s.id: s.description for s in inc.secrets if s.id in want}
+    return [{"id": sid, "description": desc.get(sid, ""), "n_evidence": n[sid], "evidence": by[sid]} for sid in wanted]
+
+
+def collect(out: Path, *, repo_name: str = "") -> dict:
+    """The report document. Raises InputError when `out` has no artefact of any stage."""
+    from repoguard.report import MAX_EXPLORER, MAX_ROWS
+
+    out = Path(out)
+    doc: dict = {"format_version": 1, "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "repo": repo_name, "out": str(out), "limits": {"secret_rows": MAX_ROWS, "explorer": MAX_EXPLORER}}
+    sections = []
+    doc["findings"] = _findings(out)
+    if doc["findings"] is not None:
+        sections.append("findings")
+    doc["ledger"] = _ledger(out)
+    inc = plan = None
+    if (out / "incidence" / "secrets.json").is_file():
+        from repoguard.incidence import load_incidence
+        inc = load_incidence(out)
+    if (out / "plan" / "plan.json").is_file():
+        from repoguard.plan import load_plan
+        plan = load_plan(out)
+    ev_counts = _count(e.secret_id for e in inc.evidence) if inc is not None else {}
+    if plan is not None:
+        sections += ["plan", "secrets", "sweep", "histogram"]
+        doc["plan"] = {"sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
+                       "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
+                       "adjacency": plan.adjacency, "n_examples": len(plan.example_ids),
+                       "sum_w": float(plan.w.sum()), "retained": float(np.mean(plan.w > 0)) if plan.w.size else 0.0,
+                       "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
+                       "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule")}
+        doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts)
+        doc["sweep"] = [{k: r.get(k) for k in ("c", "frac_positive", "sum_w", "sigma", "score")}
+                        for r in plan.extra.get("sweep", [])]
+    else:
+        doc["plan"] = doc["secrets"] = None
+        doc["sweep"] = []
+    if inc is not None:
+        sections.append("explorer")
+        doc["incidence"] = {"n_examples": len(inc.example_ids), "n_secrets": len(inc.secrets),
+                            "n_evidence": len(inc.evidence), "by_analyzer": _count(e.analyzer for e in inc.evidence),
+                            "untied_examples": int(np.sum(inc.matrix.getnnz(axis=1) == 0))}
+        doc["explorer"] = _explorer(plan, inc, doc["secrets"]["rows"] if doc["secrets"] else [])
+    else:
+        doc["incidence"], doc["explorer"] = None, []
+    doc["training"] = _training(out)
+    if doc["training"]["runs"]:
+        sections.append("training")
+    doc["canaries"] = _read_json(out / "audit" / "canaries.json")
+    doc["extraction"] = _read_json(out / "audit" / "extraction.json")
+    if doc["canaries"] or doc["extraction"]:
+        sections.append("audit")
+    if not sections:
+        raise InputError(f"{out}: no artefacts to report (run `repoguard scan`, `analyze`, `plan` first)")
+    doc["sections"] = ["summary"] + sections
+    return doc
+
+
+def _training(out: Path) -> dict:
+    """Loss curves: the real run (OUT/train) and the audit pairs (OUT/audit/<name>/<label>)."""
+    runs = []
+    pr = _read_json(out / "train" / "privacy_report.json")
+    log = _read_log(out / "train" / "train_log.jsonl")
+    if log:
+        private = pr.get("private") if pr else None
+        runs.append({"name": "train" + ("" if private is None else (" (DP)" if private else " (--no-dp)")),
+                     "private": private, "log": _downsample(log)})
+    audit = out / "audit"
+    if audit.is_dir():
+        for d in sorted(p for p in audit.iterdir() if p.is_dir()):
+            for label in ("dp", "no-dp"):
+                log = _read_log(d / label / "train_log.jsonl")
+                if log:
+                    runs.append({"name": f"audit/{d.name} ({label})", "private": label == "dp", "log": _downsample(log)})
+    return {"privacy_report": pr, "runs": runs}

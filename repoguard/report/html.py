@@ -1,0 +1,179 @@
+"""The report document → one self-contained HTML page.
+
+No network (no external stylesheet, font or image: plots are inline PNG data URIs), no
+JavaScript (the evidence explorer is `<details>`/`<summary>`), every value escaped. Large tables
+arrive already capped by `collect`; the page says how many rows it shows of how many.
+"""
+from __future__ import annotations
+
+import html
+import math
+
+from repoguard.report import plots
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1180px;
+padding:16px 24px;color:#1b1f23;background:#fff}
+h1{font-size:24px;margin:8px 0}h2{font-size:18px;border-bottom:2px solid #d0d7de;padding-bottom:4px;margin-top:28px}
+table{border-collapse:collapse;margin:8px 0;font-size:12.5px}th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left}
+th{background:#f3f6f9}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.bad td{background:#ffebe9}
+.cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;min-width:140px}
+.card b{display:block;font-size:18px}.muted{color:#57606a}img.plot{border:1px solid #d0d7de;margin:6px 6px 6px 0;max-width:100%}
+details{border:1px solid #d0d7de;border-radius:6px;margin:4px 0;padding:4px 8px}summary{cursor:pointer;font-weight:600}
+code{background:#f3f6f9;padding:0 3px;border-radius:3px}nav a{margin-right:12px}
+"""
+
+
+def _e(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _num(x, fmt: str = ".3g") -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float) and not math.isfinite(x):
+        return "∞" if x > 0 else "−∞"
+    return format(x, fmt) if isinstance(x, (int, float)) else _e(x)
+
+
+def _table(head: list[str], rows: list[list[str]], *, classes: list[str] | None = None) -> str:
+    h = "".join(f"<th>{_e(c)}</th>" for c in head)
+    body = []
+    for k, r in enumerate(rows):
+        cls = f' class="{classes[k]}"' if classes and classes[k] else ""
+        body.append(f"<tr{cls}>" + "".join(r) + "</tr>")
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _td(x, num: bool = False, fmt: str = ".3g") -> str:
+    return f'<td class="n">{_num(x, fmt)}</td>' if num else f"<td>{_e(x)}</td>"
+
+
+def _img(uri: str | None, alt: str) -> str:
+    return f'<img class="plot" alt="{_e(alt)}" src="{uri}">' if uri else f'<p class="muted">({_e(alt)}: no data)</p>'
+
+
+def _card(label: str, value: str) -> str:
+    return f'<div class="card"><b>{value}</b><span class="muted">{_e(label)}</span></div>'
+
+
+def _summary(doc: dict) -> str:
+    cards = []
+    p, s, inc, f = doc.get("plan"), doc.get("secrets"), doc.get("incidence"), doc.get("findings")
+    if inc:
+        cards += [_card("examples", _num(inc["n_examples"], "d")), _card("secrets", _num(inc["n_secrets"], "d")),
+                  _card("evidence rows", _num(inc["n_evidence"], "d"))]
+    if p:
+        cards += [_card("noise multiplier σ", _num(p["sigma"], ".4g")), _card("batch B / steps T",
+                  f'{_num(p["batch_size"], "g")} / {_num(p["steps"], "d")}'), _card("clip norm C", _num(p["clip_norm"], "g")),
+                  _card("c (LP scale)", _num(p["c"], "g")), _card("examples retained", f'{100 * p["retained"]:.1f}%')]
+    if s:
+        cards += [_card("secrets within target", f'{s["met"]} / {s["count"]}'),
+                  _card("worst achieved/target", _num(s["ratio_max"], ".3g"))]
+    if f is not None:
+        cards.append(_card("credential findings", _num(f["count"], "d")))
+    led = doc.get("ledger")
+    if led is not None:
+        cards.append(_card("ledger", ("verified, " if led["ok"] else "FAILS verification, ") + f'{led.get("entries")} entries'))
+    can = doc.get("canaries")
+    if can:
+        for label, r in can["runs"].items():
+            cards.append(_card(f"canary exposure ({label})", f'{r["exposure_skewnorm"]:.1f} bits'))
+    return f'<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>'
+
+
+def _findings(f: dict | None) -> str:
+    if f is None:
+        return ""
+    rows = [[_td(r["rule_id"]), _td(f'{r["path"]}:{r["line"]}'), _td(r["redacted"]), _td(r["entropy"], True, ".2f")]
+            for r in f["rows"]]
+    rules = ", ".join(f"{_e(k)} ({v})" for k, v in list(f["by_rule"].items())[:30])
+    return (f'<h2 id="findings">Credential findings</h2><p>{f["count"]} findings (shown redacted: first 4 '
+            f'characters). By rule: {rules}. Showing {f["shown"]} of {f["count"]}.</p>'
+            + _table(["rule", "location", "redacted", "entropy"], rows))
+
+
+def _secrets(s: dict | None) -> str:
+    if not s:
+        return ""
+    rows, classes = [], []
+    for r in s["rows"]:
+        rows.append([_td(r["id"]), _td(r["p"], True, ".2g"), _td(r["r"], True, ".2g"), _td(r["achieved_bound"], True, ".3g"),
+                     _td(r["ratio"], True, ".3f"), _td(r["binding"]), _td(r["n_examples"], True, "d"),
+                     _td(r["sum_w"], True, ".4g"), _td(r["kl_spent"], True, ".3g"), _td(r["ledger_kl_total"], True, ".3g")])
+        classes.append("bad" if r["ratio"] > 1 + 1e-9 else "")
+    kinds = ", ".join(f"{_e(k)}: {v}" for k, v in s["binding_kinds"].items())
+    return (f'<h2 id="secrets">Secrets</h2><p>{s["count"]} secret{"" if s["count"] == 1 else "s"}; {s["met"]} within target, {s["violated"]} above. '
+            f'Binding bound kinds: {kinds}. Showing the {s["shown"]} with the highest achieved/target '
+            f'(complete table: <code>plan/plan.json</code>). Divergences in nats.</p>'
+            + _table(["secret", "prior p", "target r", "achieved bound", "achieved/r", "binding", "examples", "Σw",
+                      "KL spent (run)", "KL total (ledger)"], rows, classes=classes))
+
+
+def _audit(doc: dict) -> str:
+    can, ext = doc.get("canaries"), doc.get("extraction")
+    if not can and not ext:
+        return ""
+    parts = ['<h2 id="audit">Memorisation audit</h2>']
+    if can:
+        parts.append(f'<p>Canary <code>{_e(can["format"])}</code>, |R| = 2^{can["log2_space_size"]:.0f}, '
+                     f'planted in {can["n_inserted"]} examples of secret <code>{_e(can["secret"])}</code> '
+                     f'(expected occurrences in training {can["expected_canary_occurrences"]:.1f}); '
+                     f'{can["n_references"]} reference candidates; σ = {can["sigma"]:.4g}, T = {can["steps"]}. '
+                     f'By the secret\'s bound, the DP run reaches exposure ≥ '
+                     f'{_num(can.get("dp_exposure_at_level_1e-3"), ".1f")} bits with probability ≤ 10<sup>−3</sup> '
+                     f'[Hush Lemma 3.2 at prior 2<sup>−e</sup>].</p>')
+        rows = []
+        for label, r in can["runs"].items():
+            rows.append([_td(label), _td(r["rank_in_sample"], True, "d"), _td(r["exposure_sampled"], True, ".2f"),
+                         _td(r["exposure_skewnorm"], True, ".2f"), _td(r.get("tail_bound_skewnorm"), True, ".3g"),
+                         _td(r.get("final_loss"), True, ".3f")])
+        parts.append(_table(["run", "rank among N+1", "exposure (sampled)", "exposure (skew-normal)",
+                             "DP bound on P[exposure ≥ this]", "final loss"], rows))
+        parts.append(_img(plots.exposure_plot(can), "canary exposure"))
+    if ext:
+        labels = [k for k in ("dp", "no-dp")]
+        rows = []
+        for name, g in ext["groups"].items():
+            rows.append([_td(name), _td(g["n_examples"], True, "d"), _td(g["n_sampled"], True, "d")]
+                        + [_td(None if g.get(k) is None else 100 * g[k], True, ".1f") for k in labels])
+        note = f' <span class="muted">{_e(ext["note"])}</span>' if ext.get("note") else ""
+        parts.append(f'<p>k-extractable memorisation (k = {ext["k"]} prefix tokens, m = {ext["m"]} reproduced '
+                     f'greedily).{note}</p>' + _table(["secret", "examples", "sampled", "DP % extracted", "no-DP % extracted"], rows))
+    return "".join(parts)
+
+
+def _explorer(items: list[dict], total: int) -> str:
+    if not items:
+        return ""
+    out = [f'<h2 id="explorer">Evidence explorer</h2><p>Why each file carries a secret (showing {len(items)} of '
+           f'{total} secrets, at most 20 evidence rows each; <code>repoguard explain --secret ID</code> gives all).</p>']
+    for it in items:
+        rows = [[_td(e["path"]), _td(e["analyzer"]), _td(e["reason"]), _td(" → ".join(e["chain"]))] for e in it["evidence"]]
+        more = it["n_evidence"] - len(it["evidence"])
+        tail = f'<p class="muted">… {more} more</p>' if more > 0 else ""
+        desc = f' <span class="muted">{_e(it["description"])}</span>' if it.get("description") else ""
+        out.append(f'<details><summary>{_e(it["id"])} ({it["n_evidence"]} evidence rows){desc}</summary>'
+                   + _table(["file", "analyzer", "reason", "chain"], rows) + tail + "</details>")
+    return "".join(out)
+
+
+def render(doc: dict) -> str:
+    """The page for a report document from `collect`. Pure: no file or network access."""
+    p = doc.get("plan")
+    sections = [_summary(doc), _findings(doc.get("findings")), _secrets(doc.get("secrets"))]
+    if p:
+        sections.append('<h2 id="plots">Plan</h2>' + _img(plots.sweep_plot(doc.get("sweep") or [], p.get("c")), "c sweep")
+                        + _img(plots.ratio_histogram(doc["secrets"]["ratio_log10_hist"]), "achieved/target histogram"))
+    if doc.get("training", {}).get("runs"):
+        sections.append('<h2 id="training">Training</h2>' + _img(plots.loss_plot(doc["training"]["runs"]), "training loss"))
+    sections.append(_audit(doc))
+    n_sec = (doc.get("incidence") or {}).get("n_secrets", 0)
+    sections.append(_explorer(doc.get("explorer") or [], n_sec))
+    nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "explorer")
+                  if f'id="{s}"' in "".join(sections))
+    title = f"repoguard report{(' — ' + doc['repo']) if doc.get('repo') else ''}"
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            f'content="width=device-width,initial-scale=1"><title>{_e(title)}</title><style>{_CSS}</style></head>'
+            f'<body><h1>{_e(title)}</h1><p class="muted">generated {_e(doc.get("generated"))} from '
+            f'<code>{_e(doc.get("out"))}</code></p><nav>{nav}</nav>{"".join(sections)}</body></html>\n')
