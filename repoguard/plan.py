@@ -7,6 +7,7 @@ On disk (`OUT/plan/`, format version 1):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -104,3 +105,147 @@ def load_plan(out_dir: str | Path) -> Plan:
         raise InputError(f"{d}: corrupt plan ({exc})") from None
     plan.check()
     return plan
+
+
+# -- building a plan (Hush Alg. 2 lines 1–5) ------------------------------------------------------
+def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
+               cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
+               ledger_spent: dict | None = None, sweep=None, progress=None) -> Plan:
+    """Weights, sampling probabilities and the calibrated σ for `incidence`.
+
+    w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
+    by `weighting.pick_c`); ρ = B·w/Σw [Hush Alg. 2]; σ the smallest noise multiplier keeping
+    every secret's *cumulative* bound (`ledger_spent` from `accounting.ledger.spent`, plus this
+    run) ≤ r_j. Also computes the σ the paper's KL accountant would need.
+
+    `Plan.extra` keys: "lp" (solver, iterations, gap, objective, seconds, sizes), "calibration"
+    (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are
+    these formatted with :g, +inf orders left out), "sweep" (rows of `weighting.SweepRow`, empty
+    when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
+    "sigma_paper_kl", "sigma_ratio_kl_over_this", "seconds". Non-finite numbers are null.
+    Raises InputError when some ρ > 1 (B too large for Σw) and PolicyError naming the secrets
+    whose earlier spending makes their target unreachable."""
+    import time
+
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+    from repoguard.errors import PolicyError
+    from repoguard.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
+
+    t0 = time.perf_counter()
+    if not (batch_size > 0 and steps >= 1 and clip_norm > 0 and c >= 0):
+        raise InputError("plan: need batch size > 0, steps ≥ 1, clip norm > 0 and c ≥ 0")
+    secrets = incidence.secrets
+    n_ex, n_sec = incidence.matrix.shape
+    if n_ex == 0:
+        raise InputError("incidence: no examples to plan for")
+    p = np.array([s.p for s in secrets], dtype=float)
+    r = np.array([s.r for s in secrets], dtype=float)
+    caps = secret_caps(p, r, cap)
+    alphas = tuple(DEFAULT_ALPHAS)
+    skl, sre = _spent_arrays(secrets, ledger_spent or {}, alphas)
+    csc = incidence.matrix.tocsc()
+    cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
+
+    def run(cval: float, method: str):
+        lp = solve_weights(incidence.matrix, caps, cval)
+        sw = float(lp.w.sum())
+        rho = batch_size * lp.w / sw if sw > 0 else np.zeros(n_ex)
+        if rho.size and rho.max() > 1 + 1e-12:
+            return lp, rho, None
+        rho = np.minimum(rho, 1.0)
+        try:
+            cal = calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
+                            alphas=alphas, spent_kl=skl, spent_renyi=sre, progress=progress)
+        except Infeasible as exc:
+            raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
+        return lp, rho, cal
+
+    rows = []
+    if c > 0:
+        lp, rho, cal = run(c, accountant)
+        chosen = c
+    else:
+        results = {}
+        for cval in (sweep or SWEEP):
+            lp, rho, cal = run(cval, accountant)
+            sw = float(lp.w.sum())
+            sig = cal.sigma if cal is not None else float("inf")
+            rows.append(SweepRow(cval, float(np.mean(lp.w > 0)), sw, sig,
+                                 sw / sig if math.isfinite(sig) else 0.0, lp.stats()))
+            results[cval] = (lp, rho, cal)
+        try:
+            chosen = pick_c(rows).c
+        except ValueError:
+            chosen = None
+        if chosen is None:
+            raise InputError(_too_big(batch_size, results[min(results)][0].w))
+        lp, rho, cal = results[chosen]
+    if cal is None:
+        raise InputError(_too_big(batch_size, lp.w))
+    ev = cal.evals
+    plans = []
+    for j, s in enumerate(secrets):
+        ren = {f"{a:g}": float(v) for a, v in zip(alphas, ev.renyi[j]) if math.isfinite(v)}
+        plans.append(SecretPlan(id=s.id, p=s.p, r=s.r, achieved_bound=float(ev.bound[j]),
+                                binding=ev.binding[j], kl_spent=float(ev.kl[j]), renyi_spent=ren,
+                                n_examples=int(cols[j].size), sum_w=float(lp.w[cols[j]].sum())))
+    extra = {"lp": lp.stats(), "calibration": cal.stats, "alphas": list(alphas),
+             "sweep": [dict(vars(row)) for row in rows], "c_rule": "maximise sum_w / sigma" if rows else "given",
+             "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
+    if accountant != "kl":
+        try:
+            kl_sigma = calibrate([rho[ix] for ix in cols], p, r, steps, method="kl", adjacency=adjacency,
+                                 alphas=alphas, spent_kl=skl, spent_renyi=sre).sigma
+        except Infeasible:
+            kl_sigma = float("inf")
+        extra["sigma_paper_kl"] = kl_sigma
+        extra["sigma_ratio_kl_over_this"] = kl_sigma / cal.sigma if math.isfinite(kl_sigma) else None
+    else:
+        extra["sigma_paper_kl"], extra["sigma_ratio_kl_over_this"] = cal.sigma, 1.0
+    extra["seconds"] = time.perf_counter() - t0
+    extra = _json_safe(extra)
+    return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
+                c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
+                example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra)
+
+
+def _json_safe(obj):
+    """Non-finite floats → None so plan.json stays standard JSON."""
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def _spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.ndarray]:
+    """Ledger spending as arrays aligned with `secrets` and `alphas`; an α the ledger lacks for a
+    secret that has spent something counts as +inf (unknown)."""
+    skl = np.zeros(len(secrets))
+    sre = np.zeros((len(secrets), len(alphas)))
+    for j, s in enumerate(secrets):
+        if s.id not in ledger_spent:
+            continue
+        kl, ren = ledger_spent[s.id]
+        skl[j] = kl
+        sre[j] = [ren.get(f"{a:g}", float("inf")) for a in alphas]
+    return skl, sre
+
+
+def _too_big(batch_size: float, w: np.ndarray) -> str:
+    sw = float(w.sum())
+    most = sw / float(w.max()) if w.size and w.max() > 0 else 0.0
+    return (f"--batch-size {batch_size:g}: some sampling probability ρ = B·w/Σw would exceed 1 "
+            f"(Σw = {sw:.4g}); use a batch size ≤ {math.floor(most)}")
+
+
+def _refusal(idx: list[int], secrets, skl: np.ndarray, r: np.ndarray) -> str:
+    shown = ", ".join(f"{secrets[j].id} (spent KL {skl[j]:.4g} nats, target r = {r[j]:.3g})" for j in idx[:10])
+    more = f" and {len(idx) - 10} more" if len(idx) > 10 else ""
+    return (f"ledger: no noise level (σ ≤ 1e6) keeps the cumulative bound within target for "
+            f"{shown}{more}; their budget is spent by earlier runs")

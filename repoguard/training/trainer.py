@@ -249,7 +249,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         elif ledger is not None:
             log.warning("--no-dp: the adapter carries no privacy guarantee; nothing recorded in the ledger")
         with atomic_dir(train_dir / "adapter") as tmp:
-            model.save_pretrained(tmp)
+            # Base weights live in base_model/ (or the user's --model): the adapter holds LoRA only.
+            model.save_pretrained(tmp, save_embedding_layers=False)
         atomic_write_json(train_dir / "privacy_report.json", report)
         # Earlier checkpoints hold the noise generator's state for steps that are now released:
         # keep only the final one (its RNG state is never used again).

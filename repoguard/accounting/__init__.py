@@ -1,0 +1,11 @@
+"""Per-secret privacy accounting for weighted-Poisson DP-SGD [Hush §4, Alg. 2].
+
+`divergences` (the dominating pair's KL/Rényi divergences) → `bounds` (Hush Lemma 3.2) →
+`calibrate` (σ for every secret's target) → `ledger` (what each secret has spent across runs).
+"""
+from repoguard.accounting.bounds import kl_bound, reconstruction_bound, renyi_bound
+from repoguard.accounting.calibrate import Infeasible, calibrate, calibrate_sigma
+from repoguard.accounting.divergences import DEFAULT_ALPHAS, kl_divergence, renyi_divergence
+
+__all__ = ["DEFAULT_ALPHAS", "Infeasible", "calibrate", "calibrate_sigma", "kl_bound",
+           "kl_divergence", "reconstruction_bound", "renyi_bound", "renyi_divergence"]

@@ -1,0 +1,107 @@
+"""Reconstruction bounds from divergences [Hush Lemma 3.2].
+
+Lemma 3.2: for an f-divergence F with f strictly convex, if F(P_i‖P_j) ≤ F(Bern(q)‖Bern(p)) for
+the mechanism's dominating pair, an adversary with prior success ≤ p succeeds with probability
+≤ q. So the posterior bound is the smallest q ≥ p at which the Bernoulli divergence reaches the
+mechanism's. Two members of the family:
+
+* KL, f(t) = t log t:           kl(q‖p) ≥ D_KL                               (the paper's bound)
+* Hellinger/Rényi, f(t) = t^α:  q^α p^{1−α} + (1−q)^α (1−p)^{1−α} ≥ exp((α−1)·D_α), any α > 1
+
+Both left-hand sides increase in q on [p, 1], so each bound is found by bisection on log q,
+vectorised over secrets and orders; the bisection returns the upper end of its final bracket, so
+rounding can only loosen the bound. A divergence too large for any q < 1 gives the bound 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_ITERS = 80          # bisection on log q: bracket width ≤ 2^-80 × |log p|
+
+
+def _bisect_log_q(excess, p: np.ndarray, iters: int = _ITERS) -> np.ndarray:
+    """Smallest q ∈ [p, 1] with excess(log q) ≥ 0, where `excess` is increasing; 1 if none.
+    Returns the upper end of the final bracket, so fewer `iters` give a looser valid bound."""
+    lo = np.log(p)
+    hi = np.zeros_like(lo)
+    at_one = excess(hi) < 0           # even q = 1 does not reach the divergence: no bound
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        ok = excess(mid) >= 0
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, mid)
+    return np.where(at_one, 1.0, np.exp(hi))
+
+
+def kl_bound(divergence, prior) -> np.ndarray:
+    """Smallest q ≥ p with kl(q‖p) ≥ D [Hush Lemma 3.2, f(t) = t log t]. `divergence` D in nats
+    (T steps already composed, both directions' maximum), `prior` p in (0, 1); broadcast arrays.
+    Returns the posterior bound in [p, 1]."""
+    d, p = np.broadcast_arrays(np.asarray(divergence, float), np.asarray(prior, float))
+    d, p = d.astype(float).copy(), p.astype(float).copy()
+    lp, l1p = np.log(p), np.log1p(-p)
+
+    def excess(lq):
+        q = np.exp(lq)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one = np.where(q < 1, (1 - q) * (np.log1p(-q) - l1p), 0.0)
+        return q * (lq - lp) + one - d
+
+    out = _bisect_log_q(excess, p)
+    return np.where(d <= 0, p, out)
+
+
+def renyi_bound(divergence, alpha, prior, *, iters: int = _ITERS) -> np.ndarray:
+    """Smallest q ≥ p with q^α p^{1−α} + (1−q)^α (1−p)^{1−α} ≥ exp((α−1)·D_α) [Hush Lemma 3.2
+    with f(t) = t^α, the Hellinger divergence, whose value is exp((α−1)D_α)]. Broadcast arrays of
+    Rényi divergence D_α (nats, composed), order α > 1 and prior p. Returns bounds in [p, 1];
+    `iters` bisection steps on log q (each result is the bracket's upper end, hence valid)."""
+    d, al, p = np.broadcast_arrays(np.asarray(divergence, float), np.asarray(alpha, float),
+                                   np.asarray(prior, float))
+    d, al, p = d.astype(float).copy(), al.astype(float).copy(), p.astype(float).copy()
+    lp, l1p = np.log(p), np.log1p(-p)
+    target = (al - 1) * d
+
+    def excess(lq):
+        q = np.exp(lq)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            second = np.where(q < 1, al * np.log1p(-q) + (1 - al) * l1p, -np.inf)
+        return np.logaddexp(al * lq + (1 - al) * lp, second) - target
+
+    out = _bisect_log_q(excess, p, iters)
+    return np.where(np.isfinite(d), np.where(d <= 0, p, out), 1.0)
+
+
+def best_renyi_bound(divergences: np.ndarray, alphas, prior) -> tuple[np.ndarray, np.ndarray]:
+    """Minimum over orders: `divergences` (..., n_alphas) composed D_α, `prior` (...,).
+    Returns (bound (...,), index of the binding α (...,))."""
+    al = np.asarray(alphas, float)
+    b = renyi_bound(divergences, al, np.asarray(prior, float)[..., None])
+    idx = np.argmin(b, axis=-1)
+    return np.take_along_axis(b, idx[..., None], axis=-1)[..., 0], idx
+
+
+def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: str = "best", *,
+                         adjacency: str = "zero-out", alphas=None) -> float:
+    """Posterior bound on reconstructing one secret after `steps` steps [Hush Lemma 3.2].
+
+    `rhos`: sampling probabilities ρ_i of the examples carrying the secret; `sigma`: noise
+    multiplier; `prior`: p in (0, 1). `method`: "kl" (the paper: kl(q‖p) ≥ T·KL), "renyi" (the
+    Hellinger family, minimum over the α grid) or "best" (minimum of all). Each divergence is the
+    larger of the two directions P‖Q, Q‖P. Raises ValueError on bad arguments."""
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS, _a, mixture, step_divergences
+
+    if method not in ("best", "kl", "renyi"):
+        raise ValueError(f"unknown method {method!r} (known: best, kl, renyi)")
+    if not 0 < prior < 1:
+        raise ValueError("prior p must lie in (0, 1)")
+    al = np.asarray(DEFAULT_ALPHAS if alphas is None else alphas, float)
+    a = _a(sigma, adjacency)
+    sd = step_divergences(mixture(rhos), a, al if method != "kl" else (), kl=method != "renyi")
+    out = 1.0
+    if method in ("best", "kl"):
+        out = min(out, float(kl_bound(steps * max(sd.kl), prior)))
+    if method in ("best", "renyi"):
+        d = steps * np.array([max(sd.renyi[float(x)]) for x in al])
+        out = min(out, float(best_renyi_bound(d, al, prior)[0]))
+    return out

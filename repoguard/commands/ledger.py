@@ -1,0 +1,60 @@
+"""`repoguard ledger show|verify`: the hash-chained record of what each secret has spent."""
+from __future__ import annotations
+
+NAME = "ledger"
+HELP = "show or verify the privacy ledger (hash-chained spending per secret)"
+
+
+def register(parser) -> None:
+    from repoguard.commands._common import add_json_flag, add_path_argument
+
+    parser.add_argument("action", choices=("show", "verify"), help="show spending, or verify the chain")
+    add_path_argument(parser)
+    add_json_flag(parser)
+
+
+def run(args) -> int:
+    from repoguard.accounting.ledger import read_entries, spent, verify
+    from repoguard.commands._common import print_json, resolve_repo
+
+    _repo, _config, out = resolve_repo(args, allow_plain=True)
+    path = out / "ledger.jsonl"
+    check = verify(path)
+    if args.action == "verify":
+        if args.json:
+            print_json({"ledger": str(path), **check})
+        elif not args.quiet or not check["ok"]:
+            from rich.console import Console
+
+            con = Console(stderr=not check["ok"])
+            if check["ok"]:
+                con.print(f"{path}: ok, {check['entries']} entries" + "".join(f"; {n}" for n in check["notes"]))
+            for p in check["problems"]:
+                con.print(f"[red]{p}[/red]")
+        return 0 if check["ok"] else 1
+    totals = spent(path)  # raises PolicyError when the chain is broken
+    runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
+                                   "steps_completed", "plan_digest")} for e in read_entries(path)]
+    if args.json:
+        print_json({"ledger": str(path), "runs": runs,
+                    "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}})
+        return 0
+    if not args.quiet:
+        from rich.console import Console
+        from rich.table import Table
+
+        con = Console()
+        t = Table(title=f"runs in {path}")
+        for col in ("#", "run", "time", "status", "σ", "B", "steps"):
+            t.add_column(col)
+        for r in runs:
+            t.add_row(str(r["seq"]), str(r["run_id"]), str(r["time"]), str(r["status"]), f"{r['sigma']:.4g}",
+                      f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}")
+        con.print(t)
+        t = Table(title="spent per secret (sum over runs)")
+        for col in ("secret", "KL (nats)", "Rényi orders recorded"):
+            t.add_column(col)
+        for k, (kl, ren) in sorted(totals.items()):
+            t.add_row(k, f"{kl:.4g}", str(len(ren)))
+        con.print(t)
+    return 0

@@ -1,0 +1,133 @@
+"""`repoguard plan`: weights (Hush eq. 1), sampling probabilities and the calibrated noise
+multiplier for the next training run, against what the ledger says each secret already spent."""
+from __future__ import annotations
+
+NAME = "plan"
+HELP = "weight examples (Hush LP), calibrate the noise per secret, write plan/ (reads the ledger)"
+
+
+def register(parser) -> None:
+    from repoguard.commands._common import add_json_flag, add_path_argument
+
+    add_path_argument(parser)
+    parser.add_argument("--batch-size", type=float, default=None, metavar="B", help="expected batch size B")
+    parser.add_argument("--steps", type=int, default=None, metavar="T", help="training steps T")
+    parser.add_argument("--clip-norm", type=float, default=None, metavar="C", help="per-example clip norm C")
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--c", type=float, default=None, help="LP scale c (budgets c·cap_j)")
+    g.add_argument("--sweep", action="store_true", help="sweep c = 2^-6…2^4 and pick max Σw/σ")
+    parser.add_argument("--accountant", choices=("best", "kl", "renyi"), default=None)
+    parser.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
+    parser.add_argument("--cap", choices=("kl", "gdp"), default=None,
+                        help="per-secret LP budget: kl(r‖p) (Hush) or Φ⁻¹(1−p)−Φ⁻¹(1−r) (SecPE)")
+    add_json_flag(parser)
+
+
+def run(args) -> int:
+    from repoguard.accounting.ledger import spent, verify
+    from repoguard.commands._common import print_json, resolve_repo
+    from repoguard.errors import InputError
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import build_plan, save_plan
+
+    _repo, config, out = resolve_repo(args, allow_plain=True)
+    pc = config.plan
+    batch = args.batch_size if args.batch_size is not None else pc.batch_size
+    steps = args.steps if args.steps is not None else pc.steps
+    clip = args.clip_norm if args.clip_norm is not None else pc.clip_norm
+    c = 0.0 if args.sweep else (args.c if args.c is not None else pc.c)
+    for flag, v in (("--batch-size", batch), ("--steps", steps), ("--clip-norm", clip)):
+        if not v > 0:
+            raise InputError(f"{flag}: must be > 0, not {v!r}")
+    if c < 0:
+        raise InputError(f"--c: must be > 0, not {c!r}")
+    inc = load_incidence(out)
+    ledger = spent(out / "ledger.jsonl")
+    # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
+    head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
+    progress = None if (args.quiet or args.json) else _Progress()
+    try:
+        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
+                          cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
+                          adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
+                          progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    plan.extra["ledger_head"] = head
+    target = save_plan(plan, out)
+    summary = plan_summary(plan, target)
+    if args.json:
+        print_json(summary)
+    elif not args.quiet:
+        _print(plan, summary)
+    return 0
+
+
+def plan_summary(plan, target) -> dict:
+    """The JSON `repoguard plan --json` prints."""
+    tight = max(plan.secrets, key=lambda s: s.achieved_bound / s.r, default=None)
+    return {
+        "plan_dir": str(target), "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
+        "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
+        "adjacency": plan.adjacency, "n_examples": len(plan.example_ids), "sum_w": float(plan.w.sum()),
+        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
+        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"),
+        "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
+        "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
+        "sweep": plan.extra.get("sweep"),
+        "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
+                     "binding": s.binding, "kl_spent": s.kl_spent, "n_examples": s.n_examples,
+                     "sum_w": s.sum_w} for s in plan.secrets],
+    }
+
+
+class _Progress:
+    """rich progress over the calibration's group checks."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress
+
+        self.p = Progress(transient=True)
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.task is None:
+            self.p.start()
+            self.task = self.p.add_task("calibrating σ", total=total)
+        self.p.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.p.stop()
+
+
+def _print(plan, summary) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    if plan.extra.get("sweep"):
+        t = Table(title="c sweep (Hush Fig. 1a/1c): pick max Σw/σ")
+        for col in ("c", "frac w>0", "Σw", "σ", "Σw/σ"):
+            t.add_column(col, justify="right")
+        for row in plan.extra["sweep"]:
+            sig = row["sigma"]
+            mark = " ◀" if row["c"] == plan.c else ""
+            t.add_row(f"{row['c']:g}{mark}", f"{row['frac_positive']:.3f}", f"{row['sum_w']:.4g}",
+                      f"{sig:.4g}" if sig else "—", f"{row['score']:.4g}")
+        con.print(t)
+    t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")
+    for col in ("secret", "|E_j|", "Σw", "p", "r", "bound", "binding", "KL (nats)"):
+        t.add_column(col, justify="right" if col not in ("secret", "binding") else "left")
+    for s in sorted(plan.secrets, key=lambda s: -s.achieved_bound / s.r)[:50]:
+        t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", f"{s.p:.2g}", f"{s.r:.3g}",
+                  f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
+    con.print(t)
+    kl = summary.get("sigma_paper_kl")
+    ratio = summary.get("sigma_ratio_kl_over_this")
+    lp = summary["lp"]
+    con.print(f"σ = {plan.sigma:.5g} ({plan.accountant}); the paper's KL accountant needs σ = "
+              f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
+    con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
+              f"c = {plan.c:g}; plan written to {summary['plan_dir']}")

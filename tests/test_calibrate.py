@@ -1,0 +1,67 @@
+"""σ calibration (Hush Alg. 2 lines 4–5): meets every target, and only just."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from repoguard.accounting.bounds import reconstruction_bound
+from repoguard.accounting.calibrate import Infeasible, calibrate, calibrate_sigma
+
+
+def _instance(seed=0, n=25):
+    rng = np.random.default_rng(seed)
+    rhos = [rng.random(rng.integers(1, 8)) * 0.05 for _ in range(n)]
+    rhos += [rhos[0].copy(), rhos[1][::-1].copy()]          # equal multisets share work
+    p = np.full(len(rhos), 1e-10)
+    p[::3] = 1e-4
+    r = rng.uniform(2e-4, 1e-3, len(rhos)) + p
+    return rhos, p, r
+
+
+@pytest.mark.parametrize("method", ["best", "kl", "renyi"])
+def test_calibrated_sigma_is_tight(method):
+    rhos, p, r = _instance()
+    steps = 500
+    cal = calibrate(rhos, p, r, steps, method=method)
+    sigma = cal.sigma
+    ok = [reconstruction_bound(rh, sigma, steps, pj, method) <= rj for rh, pj, rj in zip(rhos, p, r)]
+    assert all(ok)
+    below = sigma * (1 - 1e-3)
+    missed = [reconstruction_bound(rh, below, steps, pj, method) > rj for rh, pj, rj in zip(rhos, p, r)]
+    assert any(missed)
+    assert np.all(cal.evals.bound <= r)
+    assert cal.stats["groups"] == len(rhos) - 2
+
+
+def test_best_needs_least_noise_and_replace_doubles():
+    rhos, p, r = _instance(1, 10)
+    s_best = calibrate_sigma(rhos, p, r, 300, "best")
+    s_kl = calibrate_sigma(rhos, p, r, 300, "kl")
+    s_ren = calibrate_sigma(rhos, p, r, 300, "renyi")
+    assert s_best <= min(s_kl, s_ren) * (1 + 1e-4)
+    assert s_kl > 3 * s_best                           # the Rényi family pays off at p = 1e-10
+    s_rep = calibrate_sigma(rhos, p, r, 300, "best", adjacency="replace")
+    assert s_rep == pytest.approx(2 * s_best, rel=1e-4)
+
+
+def test_spent_budget_raises_sigma_and_exhaustion_is_infeasible():
+    rhos, p, r = [np.full(3, 0.02)], np.array([1e-10]), np.array([1e-3])
+    fresh = calibrate(rhos, p, r, 200)
+    again = calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi)
+    assert again.sigma > fresh.sigma
+    assert again.evals.bound[0] <= r[0]
+    with pytest.raises(Infeasible) as exc:
+        calibrate(rhos, p, r, 200, spent_kl=np.array([1.0]), spent_renyi=np.full((1, len(fresh.alphas)), 50.0))
+    assert exc.value.secrets == [0]
+
+
+def test_unsampled_secret_costs_nothing():
+    cal = calibrate([np.zeros(3), np.full(2, 0.01)], np.array([1e-10, 1e-10]), np.array([1e-3, 1e-3]), 100)
+    assert cal.evals.kl[0] == 0.0 and cal.evals.bound[0] == pytest.approx(1e-10)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        calibrate([[0.1]], [1e-3], [1e-4], 10)          # r < p
+    with pytest.raises(ValueError):
+        calibrate([[0.1]], [1e-4], [1e-3], 10, method="pld")

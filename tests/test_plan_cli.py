@@ -1,0 +1,114 @@
+"""`repoguard plan` and `repoguard ledger` end to end on a synthetic incidence."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from repoguard.accounting.bounds import reconstruction_bound
+from repoguard.accounting.ledger import record_run
+from repoguard.cli import main
+from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
+from repoguard.plan import load_plan
+
+
+@pytest.fixture
+def project(tmp_path):
+    """200 examples in 100 files; 6 secrets over the first 60 files (overlapping)."""
+    rng = np.random.default_rng(0)
+    files = {f"src/f{i}.py": [2 * i, 2 * i + 1] for i in range(100)}
+    ids = [f"ex{i}" for i in range(200)]
+    secrets = [Secret(f"sec-{j}", "declared", 1e-10 if j % 2 else 1e-6, float(r))
+               for j, r in enumerate(np.linspace(3e-4, 1e-3, 6))]
+    ev = [Evidence(f"src/f{i}.py", s.id, "declared", "test") for s in secrets
+          for i in rng.choice(60, 6, replace=False)]
+    out = tmp_path / "out"
+    save_incidence(build_incidence(ids, files, secrets, ev), out)
+    return tmp_path, out
+
+
+def _plan(capsys, root, out, *extra):
+    code = main(["plan", str(root), "--out", str(out), "--batch-size", "16", "--steps", "300", "--json", *extra])
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if code == 0 else None), captured.err
+
+
+def test_plan_writes_a_consistent_plan(project, capsys):
+    root, out = project
+    code, doc, _ = _plan(capsys, root, out, "--c", "1")
+    assert code == 0
+    plan = load_plan(out)
+    assert plan.sigma == doc["sigma"] and plan.c == 1.0 and plan.steps == 300
+    assert plan.rho == pytest.approx(16 * plan.w / plan.w.sum())
+    assert plan.rho.max() <= 1
+    assert plan.w[120:].min() == 1.0                       # examples tied to no secret keep w = 1
+    assert doc["sigma_paper_kl"] > plan.sigma and doc["sigma_ratio_kl_over_this"] > 1
+    assert doc["lp"]["solver"] == "GLOP"
+    ids = {e: i for i, e in enumerate(plan.example_ids)}
+    from repoguard.incidence import load_incidence
+    inc = load_incidence(out)
+    for s in plan.secrets:
+        assert s.achieved_bound <= s.r
+        rows = inc.examples_of(s.id)
+        assert s.n_examples == len(rows)
+        indep = reconstruction_bound(plan.rho[rows], plan.sigma, plan.steps, s.p, "best")
+        assert s.achieved_bound == pytest.approx(indep, rel=1e-6)
+    assert ids
+
+
+def test_sweep_picks_max_signal_to_noise(project, capsys):
+    root, out = project
+    code, doc, _ = _plan(capsys, root, out, "--sweep", "--accountant", "kl", "--cap", "gdp")
+    assert code == 0
+    rows = doc["sweep"]
+    assert [r["c"] for r in rows] == [2.0 ** k for k in range(-6, 5)]
+    best = max(rows, key=lambda r: r["score"] or 0)
+    assert doc["c"] == best["c"]
+    assert all(r["score"] == pytest.approx(r["sum_w"] / r["sigma"]) for r in rows if r["sigma"])
+
+
+def test_batch_too_large_is_an_input_error(project, capsys):
+    root, out = project
+    code = main(["plan", str(root), "--out", str(out), "--batch-size", "5000", "--c", "1", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "batch size ≤" in err
+    assert not (out / "plan").exists()
+
+
+def test_missing_incidence(tmp_path, capsys):
+    assert main(["plan", str(tmp_path), "--out", str(tmp_path / "nothing"), "-q"]) == 2
+
+
+def test_ledger_makes_bounds_cumulative_and_refuses_when_spent(project, capsys):
+    root, out = project
+    code, first, _ = _plan(capsys, root, out, "--c", "1")
+    plan = load_plan(out)
+    record_run(out / "ledger.jsonl", plan, run_id="run-1", steps_completed=plan.steps, status="completed")
+    code, second, _ = _plan(capsys, root, out, "--c", "1")
+    assert code == 0 and second["sigma"] > first["sigma"] * 1.05
+    assert all(s["achieved_bound"] <= s["r"] for s in second["secrets"])
+    # the first plan run once more: its spending twice exceeds the binding secrets' budgets
+    record_run(out / "ledger.jsonl", plan, run_id="run-2", steps_completed=plan.steps, status="completed")
+    code, _, err = _plan(capsys, root, out, "--c", "1")
+    assert code == 1
+    assert "sec-" in err and "spent" in err and first["binding_secret"] in err
+
+    assert main(["ledger", "verify", str(root), "--out", str(out), "--json"]) == 0
+    v = json.loads(capsys.readouterr().out)
+    assert v["ok"] and v["entries"] == 2
+    assert main(["ledger", "show", str(root), "--out", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["spent"]["sec-0"]["kl"] > 0 and len(shown["runs"]) == v["entries"]
+
+    lines = (out / "ledger.jsonl").read_text().splitlines()
+    (out / "ledger.jsonl").write_text("\n".join(lines[1:]) + "\n")          # drop the first run
+    assert main(["ledger", "verify", str(root), "--out", str(out), "-q"]) == 1
+    assert main(["plan", str(root), "--out", str(out), "--c", "1", "-q"]) == 1  # refuses a broken ledger
+
+
+def test_table_output(project, capsys):
+    root, out = project
+    assert main(["plan", str(root), "--out", str(out), "--c", "2", "--adjacency", "replace"]) == 0
+    text = capsys.readouterr().out
+    assert "per-secret bounds" in text and "paper's KL accountant" in text
