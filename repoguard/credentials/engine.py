@@ -1,0 +1,432 @@
+"""The matching engine: keyword prefilter, one multi-pattern pass, confirmation, filters.
+
+Pipeline for one text (bytes):
+1. one Hyperscan pass over the whole text with every rule regex, every keyword (as a caseless
+   literal reported once) and two blob detectors (base64, hex) in a single database — the Nosey
+   Parker design. Hyperscan and RE2 are automata: no input makes them backtrack. Without
+   Hyperscan, an Aho-Corasick automaton (pyahocorasick) finds the keywords and RE2 runs each
+   candidate rule (linear time each).
+2. gitleaks' keyword semantics: a rule with keywords counts only when one of them occurs.
+3. confirmation: RE2 on a small window around each hit end extracts the capture group; then
+   Shannon entropy, allowlists (regexes on secret/match/line, stopwords, paths, commits, AND/OR),
+   and inline `repoguard:allow` / `gitleaks:allow` on the line.
+4. base64/hex blobs are decoded (depth-limited) and the decoded text scanned again; a finding in
+   decoded text is reported at the encoded blob.
+
+Entropy is Shannon's H = −Σ p_c log₂ p_c over the characters of the secret [Shannon 1948],
+as in gitleaks.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import re2
+
+from repoguard.credentials.allowlist import compile_allowlist, is_allowed
+from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
+                                          decode_blob)
+from repoguard.credentials.findings import Finding, redact_secret, secret_hash
+from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
+
+try:  # pragma: no branch
+    import hyperscan
+except ImportError:  # pragma: no cover - platform without wheels
+    hyperscan = None
+
+ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
+MAX_DECODE_DEPTH = 2
+_BLOB_WINDOW = 1002
+_CACHE_VERSION = 2
+_CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
+
+
+def shannon_entropy(s: bytes) -> float:
+    """Shannon entropy in bits per character of `s` (0.0 for empty input)."""
+    if not s:
+        return 0.0
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+@dataclass
+class _Compiled:
+    rule: Rule
+    confirm: object  # re2 pattern on bytes
+    path_re: object | None
+    allow: tuple  # ((Allowlist, [re2 regexes], [re2 path regexes]), ...)
+    multiline: bool = False  # may span lines: confirm in the whole window, not one line
+    reach: int = -1  # bytes before a hit end where a match can start (-1: not computed yet)
+
+
+def _max_width(pattern: str, cap: int) -> int:
+    """An upper bound on a match's length in bytes (at most `cap`), from Python's regex parser
+    after translating the RE2-only syntax; `cap` when unbounded or unparsable."""
+    try:
+        try:
+            from re import _parser as sre_parse
+        except ImportError:  # Python 3.10
+            import sre_parse  # type: ignore[no-redef]
+        p = re.sub(r"\(\?-?[ims]+\)", "", pattern)
+        p = re.sub(r"\(\?-?[ims]+:", "(?:", p).replace(r"\z", "$").replace("[[:alnum:]]", "[A-Za-z0-9]")
+        hi = sre_parse.parse(p).getwidth()[1]
+    except Exception:  # syntax Python does not know: keep the rule's window
+        return cap
+    return min(cap, 4 * hi)  # characters → UTF-8 bytes
+
+
+def _hs_expr(pattern: str) -> bytes:
+    # Go/RE2 accepts `(?i)` anywhere; PCRE (Hyperscan) too. `\z` is PCRE too. Nothing to do but
+    # encode; patterns Hyperscan rejects are compiled in prefilter mode or left to RE2.
+    return pattern.encode()
+
+
+class Engine:
+    """Compiled rules. Build once per process (`Engine(ruleset)`) and call `scan(data, path)`.
+
+    `use_hyperscan`: None = when importable. Patterns Hyperscan cannot compile exactly are
+    compiled in its prefilter mode (a superset, confirmed by RE2), or else scanned by RE2 alone.
+    """
+
+    def __init__(self, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
+                 hs_database: bytes | None = None) -> None:
+        self.ruleset = ruleset
+        self.rules = [r for r in ruleset.rules]
+        self.compiled: list[_Compiled] = []
+        for r in self.rules:
+            self.compiled.append(_Compiled(
+                rule=r, confirm=compile_re2(r.regex) if r.regex else None,
+                path_re=re2.compile(r.path) if r.path else None,
+                allow=tuple(compile_allowlist(a) for a in r.allowlists),
+                multiline=r.window != DEFAULT_WINDOW or any(
+                    m in (r.regex or "") for m in ("(?s", "\\n", "\\r", "[\\s\\S")),
+                reach=-1))
+        self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
+        self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
+        # Global allowlists made only of paths skip a whole file before it is scanned.
+        self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
+            c.allowlist.regexes or c.allowlist.stopwords or c.allowlist.commits or c.allowlist.target_rules)]
+        self.keywords = sorted({k for r in self.rules for k in r.keywords})
+        self._kw_rules: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rules):
+            for k in r.keywords:
+                self._kw_rules.setdefault(k, []).append(i)
+        self._always = [i for i, r in enumerate(self.rules) if not r.keywords and r.regex]
+        self._b64 = re2.compile(B64)
+        self._hex = re2.compile(HEX)
+        self._b64_end = re2.compile(B64 + rb"$")
+        self._hex_end = re2.compile(HEX + rb"$")
+        if use_hyperscan is None:
+            use_hyperscan = hyperscan is not None
+        self.backend = "re2"
+        self.hs_db = None
+        self._re2_only: list[int] = []
+        if use_hyperscan and hyperscan is not None:
+            self._build_hyperscan(hs_database)
+            self.backend = "hyperscan"
+        else:
+            import ahocorasick
+            self._ac = ahocorasick.Automaton()
+            for k in self.keywords:
+                self._ac.add_word(k, k)
+            if self.keywords:
+                self._ac.make_automaton()
+
+    # -- database ----------------------------------------------------------------------------
+    def _build_hyperscan(self, serialized: bytes | None) -> None:
+        n = len(self.rules)
+        self._kw_base = n
+        self._blob_b64 = n + len(self.keywords)
+        self._blob_hex = self._blob_b64 + 1
+        if serialized is not None:
+            meta, _, blob = serialized.partition(b"\n")
+            self._re2_only = [int(x) for x in meta.split(b",") if x]
+            self.hs_db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+            self.hs_db.scratch = hyperscan.Scratch(self.hs_db)
+            return
+        exprs, ids, flags = [], [], []
+        rule_idx = [i for i, r in enumerate(self.rules) if r.regex]
+        try:  # the common case: every pattern compiles exactly, one compile
+            probe = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            probe.compile(expressions=[_hs_expr(self.rules[i].regex) for i in rule_idx],
+                          ids=rule_idx, elements=len(rule_idx), flags=[0] * len(rule_idx))
+            exprs = [_hs_expr(self.rules[i].regex) for i in rule_idx]
+            ids, flags = list(rule_idx), [0] * len(rule_idx)
+        except Exception:  # hyperscan.CompilerError: find the culprits one by one
+            for i in rule_idx:
+                expr = _hs_expr(self.rules[i].regex)
+                for fl in (0, hyperscan.HS_FLAG_PREFILTER):
+                    try:
+                        probe = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                        probe.compile(expressions=[expr], ids=[i], elements=1, flags=[fl])
+                    except Exception:
+                        continue
+                    exprs.append(expr), ids.append(i), flags.append(fl)
+                    break
+                else:
+                    self._re2_only.append(i)
+        caseless = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
+        for j, k in enumerate(self.keywords):
+            exprs.append(re.escape(k).encode()), ids.append(self._kw_base + j), flags.append(caseless)
+        # Blobs end at a non-blob byte (or the end), so each blob is reported about once.
+        # A base64 blob worth decoding has a digit and an upper-case letter (identifiers and paths
+        # rarely do); min_length keeps it ≥ 32 characters (+ the terminator).
+        ext = [hyperscan.ExpressionExt(flags=0)] * len(exprs)
+        c = rb"[A-Za-z0-9+/_-]"
+        blob_ext = hyperscan.ExpressionExt(flags=hyperscan.HS_EXT_FLAG_MIN_LENGTH, min_length=33)
+        for a, b in ((rb"[0-9]", rb"[A-Z]"), (rb"[A-Z]", rb"[0-9]")):
+            exprs.append(c + b"*" + a + c + b"*" + b + c + rb"*={0,2}(?:[^A-Za-z0-9+/=_-]|$)")
+            ids.append(self._blob_b64), flags.append(0), ext.append(blob_ext)
+        exprs.append(HEX + rb"(?:[^0-9a-zA-Z]|$)"), ids.append(self._blob_hex), flags.append(0)
+        ext.append(hyperscan.ExpressionExt(flags=0))
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags, ext=ext)
+        self.hs_db = db
+
+    @classmethod
+    def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None) -> "Engine":
+        """An Engine, loading the compiled Hyperscan database from the on-disk cache
+        (`$REPOGUARD_CACHE` or `~/.cache/repoguard`) when the same rules were compiled before:
+        compiling ~250 patterns takes about a second, loading them a tenth of that."""
+        if use_hyperscan is False or hyperscan is None:
+            return cls(ruleset, use_hyperscan=False)
+        key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
+                                   [(r.regex, r.keywords) for r in ruleset.rules], B64, HEX))
+                             .encode()).hexdigest()[:24]
+        base = os.environ.get("REPOGUARD_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repoguard")
+        path = os.path.join(base, f"hs-{key}.db")
+        try:
+            with open(path, "rb") as fh:
+                return cls(ruleset, hs_database=fh.read())
+        except Exception:  # missing or unreadable/corrupt cache: compile
+            pass
+        eng = cls(ruleset)
+        try:
+            from repoguard.artefacts import atomic_write_bytes
+            atomic_write_bytes(path, eng.serialize())
+        except OSError:
+            pass  # read-only home: no cache, still correct
+        return eng
+
+    def serialize(self) -> bytes | None:
+        """The compiled Hyperscan database (for worker processes), or None on the RE2 backend."""
+        if self.hs_db is None:
+            return None
+        meta = ",".join(str(i) for i in self._re2_only).encode()
+        return meta + b"\n" + hyperscan.dumpb(self.hs_db)
+
+    # -- scanning ----------------------------------------------------------------------------
+    def path_allowed(self, path: str) -> bool:
+        """True when a global path allowlist excludes `path` entirely."""
+        return any(p.search(path) for p in self._skip_paths)
+
+    def scan(self, data: bytes, path: str, *, commit: str | None = None, depth: int = 0) -> list[Finding]:
+        """Findings in `data` (the content of `path`), sorted by offset. Never raises on content:
+        any bytes (binary, invalid UTF-8, one 100 MB line) are scanned in linear time."""
+        if depth == 0 and self.path_allowed(path):
+            return []
+        out: list[Finding] = []
+        if depth == 0:
+            for c in self._path_only:
+                if c.path_re.search(path):
+                    out.append(self._path_finding(c.rule, path))
+        if not data:
+            return out
+        hits, blobs = self._candidates(data)
+        spans: list[tuple] = []  # (rule, match start, match end, secret start, secret end, secret)
+        for i, ends in hits.items():
+            c = self.compiled[i]
+            if c.path_re is not None and not c.path_re.search(path):
+                continue
+            spans += self._confirm(i, c, data, ends)
+        kept: list[Finding] = []
+        generic: list[bool] = []
+        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0]))
+        for i, ms, me, s, e, secret in cands:
+            f = self._finding(self.compiled[i], data, path, s, e, secret, data[ms:me], commit)
+            if f is None:
+                continue
+            is_generic = self.rules[i].id.startswith("generic")
+            if kept and s < kept[-1].end:
+                # One secret, several rules: keep one, preferring a specific rule to a generic one.
+                if generic[-1] and not is_generic:
+                    kept[-1], generic[-1] = f, False
+                continue
+            kept.append(f)
+            generic.append(is_generic)
+        out += kept
+        if depth < MAX_DECODE_DEPTH and blobs:
+            out += self._decoded(data, path, blobs, commit, depth, out)
+        out.sort(key=lambda f: (f.start, f.rule_id))
+        _set_lines(data, out)
+        return out
+
+    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]]]:
+        """Rule index → hit end offsets, and blob (kind, end) hits, after the keyword filter."""
+        hits: dict[int, list[int]] = {}
+        blobs: list[tuple[str, int]] = []
+        if self.hs_db is not None:
+            raw: list[tuple[int, int]] = []
+            append = raw.append
+            self.hs_db.scan(data, match_event_handler=lambda i, f, t, fl, ctx: append((i, t)))
+            present: set[str] = set()
+            nrules = self._kw_base
+            for i, t in raw:
+                if i < nrules:
+                    hits.setdefault(i, []).append(t)
+                elif i < self._blob_b64:
+                    present.add(self.keywords[i - nrules])
+                else:
+                    blobs.append(("base64" if i == self._blob_b64 else "hex", t))
+            allowed = self._allowed_rules(present)
+            hits = {i: ends for i, ends in hits.items() if i in allowed}
+            for i in self._re2_only:
+                if i in allowed:
+                    hits[i] = [-1]
+            return hits, blobs
+        present = set()
+        if self.keywords:
+            for _, k in self._ac.iter(data.lower().decode("latin-1")):
+                present.add(k)
+        for i in self._allowed_rules(present):
+            if self.rules[i].regex:
+                hits[i] = [-1]  # -1: scan the whole text with RE2
+        for m in self._b64.finditer(data):
+            blobs.append(("base64", m.end()))
+        for m in self._hex.finditer(data):
+            blobs.append(("hex", m.end()))
+        return hits, blobs
+
+    def _allowed_rules(self, present: set[str]) -> set[int]:
+        allowed = set(self._always)
+        for k in present:
+            allowed.update(self._kw_rules.get(k, ()))
+        return allowed
+
+    def _confirm(self, i: int, c: _Compiled, data: bytes, ends: list[int]) -> list[tuple]:
+        """RE2 matches in small windows around the hit ends, as (rule index, match start, match
+        end, secret start, secret end, secret). Windows never overlap what an earlier window
+        matched, and every search is bounded, so one 100 MB line stays linear."""
+        found: dict[tuple[int, int], tuple] = {}
+        groups = c.confirm.groups
+        g0 = c.rule.secret_group
+        if ends == [-1]:
+            windows = [(0, len(data))]
+        else:
+            if c.reach < 0:  # parsed on first use: most rules never hit
+                c.reach = _max_width(c.rule.regex, c.rule.window)
+            windows, covered, w = [], -1, c.reach
+            for e in sorted(set(ends)):
+                if e <= covered:
+                    continue
+                lo = max(0, e - w, covered)
+                if c.multiline:
+                    s, t = lo, min(len(data), e + 256)
+                else:
+                    # The line holding the match's last byte (e - 1; the byte at e - 1 may be
+                    # the newline that terminated it), cut to the window.
+                    s = data.rfind(b"\n", lo, max(lo, e - 1)) + 1 or lo
+                    t = data.find(b"\n", e - 1 + 1, e + 256)
+                    t = max(min(len(data), e + 256) if t < 0 else t, e)
+                windows.append((s, t))
+                covered = t
+        for s, t in windows:
+            chunk = data[s:t] if (s, t) != (0, len(data)) else data
+            for m in c.confirm.finditer(chunk):
+                if m.end() <= m.start():
+                    continue
+                g = g0 or next((k for k in range(1, groups + 1) if m.group(k)), 0)
+                a, b = m.span(g)
+                if a < 0:
+                    continue
+                found[(s + m.start(), s + m.end())] = (i, s + m.start(), s + m.end(), s + a, s + b, m.group(g))
+        return list(found.values())
+
+    def _line_context(self, data: bytes, s: int, e: int) -> bytes:
+        lo = data.rfind(b"\n", max(0, s - _CONTEXT), s) + 1 or max(0, s - _CONTEXT)
+        hi = data.find(b"\n", e, e + _CONTEXT)
+        hi = min(len(data), e + _CONTEXT) if hi < 0 else hi
+        return data[lo:hi]
+
+    def _finding(self, c: _Compiled, data: bytes, path: str, s: int, e: int, secret: bytes,
+                 match_text: bytes, commit: str | None) -> Finding | None:
+        r = c.rule
+        ent = shannon_entropy(secret)
+        if r.entropy is not None and ent < r.entropy:
+            return None
+        if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
+            return None  # gitleaks' extra guard for generic rules: random keys contain a digit
+        line = self._line_context(data, s, e)
+        if any(mk in line for mk in ALLOW_MARKERS):
+            return None
+        for allow in (*c.allow, *[a for a in self.global_allow
+                                   if not a.allowlist.target_rules or r.id in a.allowlist.target_rules]):
+            if is_allowed(allow, secret, match_text, line, path, commit):
+                return None
+        return Finding(rule_id=r.id, path=path, line=0, column=0, end_line=0, start=s, end=e,
+                       secret_sha256=secret_hash(secret), redacted=redact_secret(secret),
+                       entropy=ent, description=r.description)
+
+    def _path_finding(self, r: Rule, path: str) -> Finding:
+        p = path.encode("utf-8", "surrogateescape")
+        return Finding(rule_id=r.id, path=path, line=1, column=1, end_line=1, start=0, end=0,
+                       secret_sha256=secret_hash(p), redacted=redact_secret(p),
+                       entropy=shannon_entropy(p), description=r.description)
+
+    def _decoded(self, data, path, blobs, commit, depth, direct) -> list[Finding]:
+        out: list[Finding] = []
+        taken = [(f.start, f.end) for f in direct]
+        last_end = -1
+        for kind, e in sorted(blobs, key=lambda b: b[1]):
+            if e <= last_end:
+                continue
+            chars = B64_CHARS if kind == "base64" else HEX_CHARS
+            end = e if data[e - 1:e].translate(None, chars) == b"" else e - 1
+            if kind == "hex" and data[end - 2:end - 1] not in b"0234567":
+                continue  # the last byte is not text (high nibble 2–7, or a control char)
+            # The one blob ending at `end`: leftmost start of a match anchored at the end.
+            lo = max(0, end - _BLOB_WINDOW)
+            m = (self._b64_end if kind == "base64" else self._hex_end).search(data[lo:end])
+            if m is None:
+                continue
+            s0, e0 = lo + m.start(), lo + m.end()
+            last_end = e0
+            blob = m.group(0)
+            if kind == "base64" and not all(blob.translate(None, d) for d in NEED_B64):
+                continue  # base64 of text mixes digits and both cases; paths and words do not
+            if any(a < e0 and s0 < b for a, b in taken):
+                continue
+            decoded = decode_blob(kind, blob)
+            if decoded is None:
+                continue
+            for f in self.scan(decoded, path, commit=commit, depth=depth + 1):
+                f.start, f.end = s0, e0
+                f.decoded = kind if not f.decoded else f"{kind}+{f.decoded}"
+                out.append(f)
+                taken.append((s0, e0))
+                break
+        return out
+
+
+def _set_lines(data: bytes, findings: list[Finding]) -> None:
+    """Fill 1-based line/column/end_line from byte offsets (findings sorted by start). Counting
+    is incremental, so many findings on one huge line cost one pass, not one pass each."""
+    pos, line = 0, 1
+    col_pos, col = -1, 1  # last offset whose column is known, on the current line
+    for f in findings:
+        if f.line:  # path-only findings
+            continue
+        nl = data.count(b"\n", pos, f.start)
+        line += nl
+        if nl or col_pos < 0:
+            ls = data.rfind(b"\n", 0, f.start) + 1
+            col_pos, col = ls, 1
+        col += len(data[col_pos:f.start].decode("utf-8", "replace"))
+        col_pos = pos = f.start
+        f.line, f.column = line, col
+        f.end_line = line + data.count(b"\n", f.start, f.end)

@@ -1,0 +1,106 @@
+"""The pre-commit hook, run by the real `pre-commit` on temporary repositories (offline: the hook is
+`language: system`, so nothing is installed; HOME and PRE_COMMIT_HOME point into tmp)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import git
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+GH = "ghp_" + "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7"   # fake, format-valid
+
+pytestmark = pytest.mark.skipif(not (BIN / "pre-commit").exists(), reason="pre-commit not installed")
+
+
+@pytest.fixture(scope="module")
+def hs_cache(tmp_path_factory):
+    """One compiled-rules cache for the module's hook runs (compiling takes a second or more)."""
+    return tmp_path_factory.mktemp("hs-cache")
+
+
+@pytest.fixture
+def env(tmp_path, hs_cache):
+    home = tmp_path / "home"
+    home.mkdir()
+    return {**os.environ, "HOME": str(home), "PRE_COMMIT_HOME": str(tmp_path / "pc"),
+            "REPOGUARD_CACHE": str(hs_cache), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+            "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+            "GIT_CONFIG_NOSYSTEM": "1", "PRE_COMMIT_NO_CONCURRENCY": "1"}
+
+
+@pytest.fixture
+def hooks_repo(tmp_path):
+    """A git repository holding this project's .pre-commit-hooks.yaml (committed)."""
+    d = tmp_path / "hooks"
+    d.mkdir()
+    shutil.copy(ROOT / ".pre-commit-hooks.yaml", d / ".pre-commit-hooks.yaml")
+    git(d, "init", "-q", "-b", "main")
+    git(d, "add", "-A")
+    git(d, "commit", "-qm", "hooks")
+    return d
+
+
+def _run(cmd, cwd, env):
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert GH not in p.stdout + p.stderr, "the secret was printed"
+    return p
+
+
+def test_hook_definition_is_a_yaml_list():
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(hooks, list)
+    (hook,) = [h for h in hooks if h["id"] == "repoguard-credentials"]
+    assert hook["pass_filenames"] is True and hook["entry"].startswith("repoguard scan")
+
+
+def test_try_repo_blocks_staged_secret(make_repo, hooks_repo, env):
+    repo = make_repo({"README.md": "hi\n"})
+    (repo / "app.py").write_text(f"import os\nTOKEN = '{GH}'\n")
+    git(repo, "add", "app.py")
+    p = _run([str(BIN / "pre-commit"), "try-repo", str(hooks_repo), "repoguard-credentials"], repo, env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "app.py:2:10: github-pat: ghp_…" in p.stdout
+    assert "Failed" in p.stdout
+
+
+def test_try_repo_all_files_scans_committed_files(make_repo, hooks_repo, env):
+    repo = make_repo({"README.md": "hi\n", "deep/dir/old.py": f"T = '{GH}'\n"})
+    # Nothing staged: a normal run has no files; --all-files must scan every tracked file.
+    p = _run([str(BIN / "pre-commit"), "try-repo", str(hooks_repo), "repoguard-credentials"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = _run([str(BIN / "pre-commit"), "try-repo", str(hooks_repo), "repoguard-credentials",
+              "--all-files"], repo, env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "deep/dir/old.py:1:6: github-pat: ghp_…" in p.stdout
+    assert "2 files" in p.stdout  # it said how much it scanned: never silently nothing
+
+
+def test_installed_hook_blocks_commit_and_clean_commit_passes(make_repo, hooks_repo, env):
+    repo = make_repo({"README.md": "hi\n"})
+    rev = git(hooks_repo, "rev-parse", "HEAD").strip()
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks_repo}\n  rev: {rev}\n  hooks:\n  - id: repoguard-credentials\n")
+    git(repo, "add", ".pre-commit-config.yaml")
+    git(repo, "commit", "-qm", "config")
+    p = _run([str(BIN / "pre-commit"), "install"], repo, env)
+    assert p.returncode == 0, p.stderr
+    (repo / "ok.py").write_text("x = 1\n")
+    git(repo, "add", "ok.py")
+    p = _run(["git", "commit", "-m", "clean"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (repo / "bad.py").write_text(f"T = '{GH}'\n")
+    git(repo, "add", "bad.py")
+    head = git(repo, "rev-parse", "HEAD")
+    p = _run(["git", "commit", "-m", "leak"], repo, env)
+    assert p.returncode != 0
+    assert "bad.py:1:6: github-pat" in p.stdout + p.stderr
+    assert git(repo, "rev-parse", "HEAD") == head  # the commit was blocked
