@@ -35,6 +35,13 @@ def prior(finding, floor: float) -> float:
     return max(2.0 ** -guess_bits(finding), floor)
 
 
+def target(p: float, r: float) -> float:
+    """r, or for a guessable credential whose prior p ≥ r (e.g. "1234": p = 2^-8 > r = 1e-3) the
+    additive lift p + r·(1 − p): no training can push success below the prior, so the promise
+    becomes "the model raises it by at most r" (keeps 0 < p < r < 1 for the calibration)."""
+    return r if p < r else p + r * (1.0 - p)
+
+
 def scan(repo, paths, config):
     """Findings of the credential scan over `paths` (working tree), sorted by (path, line)."""
     from repoguard.credentials.rules import load_rules
@@ -65,7 +72,8 @@ def analyze(repo, corpus, config) -> Iterator[Evidence]:
     for f in scan(repo, files, config):
         sid = secret_id(f)
         if sid not in _FOUND:
-            _FOUND[sid] = Secret(sid, "credential", prior(f, config.defaults.p), config.defaults.r,
+            p = prior(f, config.defaults.p)
+            _FOUND[sid] = Secret(sid, "credential", p, target(p, config.defaults.r),
                                  f"{f.rule_id} credential {f.redacted} (~{guess_bits(f):.0f} bits)")
         yield Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}")
 

@@ -41,8 +41,10 @@ def _public_texts(out: Path, example_ids: list[str], texts: list[str]) -> list[s
     return [t for eid, t in zip(example_ids, texts) if eid not in secret_ids]
 
 
-def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions) -> dict:
-    """Train per the plan in `out`; returns the privacy report (plus output paths).
+def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
+                 ledger_path: Path | None = None) -> dict:
+    """Train per the plan in `out`; returns the privacy report (plus output paths). The run is
+    recorded in `ledger_path` (default `out/ledger.jsonl`; scheduled runs share one ledger).
 
     Raises InputError (missing plan/corpus/model, bad flags) and PolicyError (ledger changed since
     the plan, no redaction or ledger available, a DP invariant violated)."""
@@ -93,7 +95,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
                  "" if opts.private else " (--no-dp: no clipping, no noise)")
         report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=train_dir,
-                       settings=settings, ledger=LedgerGuard(out / "ledger.jsonl"), resume=opts.resume,
+                       settings=settings, ledger=LedgerGuard(ledger_path or out / "ledger.jsonl"), resume=opts.resume,
                        dist=dist, show_progress=opts.show_progress)
     finally:
         shutdown(dist)

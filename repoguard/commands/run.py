@@ -1,0 +1,133 @@
+"""`repoguard run [PATH]`: the whole pipeline, scan → analyze → plan → train → (audit) → report,
+skipping stages whose inputs did not change (OUT/run_state.json). `--scheduled` for cron/CI.
+
+Exit codes: 0 done; 1 policy (a secret's budget would be exceeded — stopped before training — or
+findings with --fail-on-findings); 2 bad input; 75 another scheduled run holds OUT/run.lock."""
+from __future__ import annotations
+
+from repoguard.commands._common import add_json_flag, add_path_argument, print_json
+
+NAME = "run"
+HELP = "run the whole pipeline (scan, analyze, plan, train, audit, report); --scheduled for cron/CI"
+
+SCHEDULED_FRACTION = 0.5
+STAGE_NAMES = ("scan", "analyze", "plan", "train", "audit", "report")
+
+
+def register(parser) -> None:
+    add_path_argument(parser)
+    add_json_flag(parser)
+    a = parser.add_argument
+    a("--from", dest="from_stage", choices=STAGE_NAMES, default=None, metavar="STAGE",
+      help=f"re-run from this stage on ({', '.join(STAGE_NAMES)})")
+    a("--scheduled", action="store_true",
+      help="cron/CI mode: lock, new run directory OUT/runs/<time>-<id>/ with OUT/runs/latest, shared ledger")
+    a("--audit", action="store_true", help="also run the extraction audit (trains a DP and a --no-dp model)")
+    a("--audit-steps", type=int, default=None, metavar="T", help="steps of each audit model (default 20)")
+    a("--fail-on-findings", action="store_true", help="exit 1 after the scan when it finds credentials")
+    g = parser.add_argument_group("plan (default: [plan] in the config)")
+    g.add_argument("--steps", type=int, default=None, metavar="T",
+                   help="training steps T (default: [plan] steps; 100 with the embedded tiny model)")
+    g.add_argument("--batch-size", type=float, default=None, metavar="B",
+                   help="expected batch size B (default: [plan] batch_size; with the embedded model 16, "
+                        "at most the number of examples tied to no secret)")
+    g.add_argument("--budget-fraction", type=float, default=None, metavar="F",
+                   help="spend at most this share of each secret's remaining headroom r − b₀ "
+                        "(default 1; 0.5 with --scheduled, so later runs keep a budget)")
+    g.add_argument("--clip-norm", type=float, default=None, metavar="C")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--c", type=float, default=None, help="LP scale c (default: [plan] c; 0 sweeps)")
+    x.add_argument("--sweep", action="store_true", help="sweep c and pick max Σw/σ")
+    g.add_argument("--cap", choices=("kl", "gdp"), default=None)
+    g.add_argument("--accountant", choices=("best", "kl", "renyi"), default=None)
+    g.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
+    t = parser.add_argument_group("training (default: [training] in the config)")
+    t.add_argument("--model", metavar="DIR", default=None, help="local HF checkpoint (default: embedded tiny model)")
+    t.add_argument("--max-length", type=int, default=None, metavar="N")
+    t.add_argument("--lora-r", type=int, default=None, metavar="R")
+    t.add_argument("--lr", type=float, default=None)
+    t.add_argument("--micro-batch-size", type=int, default=None, metavar="N")
+    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    t.add_argument("--no-dp", action="store_true", help="utility baseline: no clipping, no noise")
+
+
+def run(args) -> int:
+    import logging
+    import sys
+
+    from repoguard.commands._common import resolve_repo
+    from repoguard.config import default_config_path
+    from repoguard.errors import InputError
+    from repoguard.pipeline import RunSettings, run_pipeline
+
+    for flag in ("steps", "max_length", "lora_r", "micro_batch_size", "audit_steps"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
+    for flag in ("batch_size", "clip_norm", "lr"):
+        v = getattr(args, flag)
+        if v is not None and not v > 0:
+            raise InputError(f"--{flag.replace('_', '-')}: must be > 0, got {v}")
+    repo, config, out = resolve_repo(args)
+    config_path = args.config or (str(default_config_path(repo.root))
+                                  if default_config_path(repo.root).is_file() else None)
+    quiet = args.quiet or args.json
+    settings = RunSettings(
+        batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm, c=args.c, sweep=args.sweep,
+        cap=args.cap, accountant=args.accountant, adjacency=args.adjacency, model=args.model,
+        max_length=args.max_length, lora_r=args.lora_r, lr=args.lr, micro_batch_size=args.micro_batch_size,
+        seed=args.seed, device=args.device,
+        no_dp=args.no_dp, audit=args.audit, audit_steps=args.audit_steps,
+        budget_fraction=(args.budget_fraction if args.budget_fraction is not None
+                         else SCHEDULED_FRACTION if args.scheduled else 1.0),
+        from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet)
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+    say = (lambda s: None) if quiet else (lambda s: err.print(s, markup=False))
+    if args.scheduled:
+        from repoguard.scheduled import run_scheduled
+
+        summary = run_scheduled(repo, config, config_path=config_path, out=out, settings=settings, say=say)
+    else:
+        from repoguard.scheduled import run_lock
+
+        with run_lock(out):
+            summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
+    if args.json:
+        print_json(summary)
+    elif not args.quiet:
+        _print(summary, Console(highlight=False))
+    logging.getLogger("repoguard").debug("run summary: %s", summary)
+    sys.stdout.flush()
+    return 0
+
+
+def _print(s: dict, con) -> None:
+    from rich.table import Table
+
+    def num(x, fmt=".4g"):
+        return "—" if x is None else format(x, fmt)
+
+    t = Table(title="repoguard run", show_header=False)
+    t.add_column("what")
+    t.add_column("value")
+    rows = [
+        ("stages run / skipped", f"{', '.join(s['ran']) or '—'} / {', '.join(s['skipped']) or '—'}"),
+        ("credentials found (redacted)", num(s["credentials_found"], "d")),
+        ("files / examples", f"{num(s['files'], 'd')} / {num(s['examples'], 'd')}"),
+        ("secrets / incidences", f"{num(s['secrets'], 'd')} / {num(s['incidences'], 'd')}"),
+        ("retained fraction Σw/n", num(s["retained_fraction"], ".3f")),
+        ("noise multiplier σ", f"{num(s['sigma'])} (B = {num(s['batch_size'], 'g')}, T = {num(s['steps'], 'd')})"),
+        ("achieved/target bound", f"{num(s['bound_ratio_min'], '.3g')} … {num(s['bound_ratio_max'], '.3g')}"
+                                  f" (tightest: {s['binding_secret']})"),
+        ("adapter", s["adapter"] or "—"),
+        ("report", s["report"] or "—"),
+        ("ledger", s["ledger"]),
+    ]
+    if s.get("run_dir"):
+        rows.append(("run directory (latest)", f"{s['run_dir']} ({s['latest']})"))
+    for k, v in rows:
+        t.add_row(k, str(v))
+    con.print(t)

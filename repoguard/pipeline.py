@@ -1,0 +1,278 @@
+"""The stage runner behind `repoguard run`: scan → analyze → plan → train → audit → report.
+
+Each stage's inputs are reduced to a content digest (SHA-256 of canonical JSON of: tracked blob
+SHAs and hashes of dirty working files, HEAD, the config file's bytes, the digests of the upstream
+artefacts the stage reads, and its flags) and recorded with the digest of what it wrote in
+`OUT/run_state.json` (format version 1):
+
+    {"format_version": 1, "stages": {name: {"inputs": sha256, "outputs": sha256, "seconds": s,
+      "max_rss_mb": peak RSS of the process so far, "info": {...}, "finished": UTC ISO}}}
+
+A stage is skipped when its input digest matches the recorded one and its artefacts still hash
+to the recorded output digest; a stage that re-runs and writes byte-identical artefacts leaves
+its downstream stages skipped too. `--from STAGE` forces that stage and every later one.
+
+The ledger is special: the plan depends on what *other* runs spent, so its input is the last
+ledger entry not written by this output directory's own training runs; when training must run
+against a plan made before the ledger moved, the plan is re-made first (the trainer would
+refuse it otherwise, training/guard.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import resource
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from repoguard import __version__
+from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
+from repoguard.config import Config, PlanConfig
+from repoguard.errors import InputError, PolicyError
+
+log = logging.getLogger("repoguard")
+
+STAGES = ("scan", "analyze", "plan", "train", "audit", "report")
+STATE_FILE = "run_state.json"
+# Embedded tiny model, no [plan] steps/batch_size in the config: small enough that the fixture's
+# whole pipeline runs on a 2-core CPU in a few minutes (README command 1).
+EMBEDDED_STEPS = 100
+EMBEDDED_BATCH = 16
+AUDIT_STEPS = 20
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What `repoguard run` adds to the config; None keeps the config's (or run's) default."""
+
+    batch_size: float | None = None
+    steps: int | None = None
+    clip_norm: float | None = None
+    c: float | None = None
+    sweep: bool = False
+    cap: str | None = None
+    accountant: str | None = None
+    adjacency: str | None = None
+    model: str | None = None
+    max_length: int | None = None
+    lora_r: int | None = None
+    lr: float | None = None
+    micro_batch_size: int | None = None
+    seed: int | None = None
+    device: str = "auto"
+    no_dp: bool = False
+    budget_fraction: float = 1.0        # share of each secret's remaining headroom this run may spend
+    audit: bool = False
+    audit_steps: int | None = None
+    from_stage: str | None = None
+    fail_on_findings: bool = False
+    show_progress: bool = True
+    ledger_path: Path | None = None      # default OUT/ledger.jsonl; scheduled runs share one
+
+
+# -- digests --------------------------------------------------------------------------------------
+def digest(obj) -> str:
+    """SHA-256 (hex) of the canonical JSON of `obj`."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+                          .encode("utf-8")).hexdigest()
+
+
+def tree_digest(*paths: Path) -> str:
+    """SHA-256 over the relative names and bytes of every regular file under `paths` (files or
+    directories, missing ones count as absent); symlinks are not followed into directories."""
+    h = hashlib.sha256()
+    for base in paths:
+        base = Path(base)
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        h.update(f"{base.name}:{len(files)}\0".encode())
+        for f in files:
+            h.update(f.relative_to(base.parent).as_posix().encode() + b"\0")
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+def source_digest(repo) -> dict:
+    """What the checkout holds: HEAD, a digest of the index's (path, blob SHA, mode) and the SHA-256
+    of every tracked file modified in the working tree (scan and corpus read the working tree)."""
+    files = repo.tracked_files()
+    dirty = {}
+    if getattr(repo, "is_git", False):
+        out = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--untracked-files=no"], cwd=repo.root,
+                             capture_output=True).stdout.decode("utf-8", "surrogateescape")
+        for rec in out.split("\0"):
+            if len(rec) > 3 and rec[1] in "MT":
+                p = repo.root / rec[3:]
+                dirty[rec[3:]] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+    return {"head": getattr(repo, "head", None), "index": digest([(f.path, f.blob_sha, f.mode) for f in files]),
+            "dirty": dirty, "files": len(files)}
+
+
+def ledger_heads(path: Path, own_runs: set[str]) -> tuple[str, str]:
+    """(last entry hash, last hash of an entry not written by `own_runs`); genesis when empty.
+    Raises PolicyError for a ledger that fails verification."""
+    from repoguard.accounting.ledger import GENESIS, read_entries, verify
+
+    check = verify(path)
+    if not check["ok"]:
+        raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); refusing to run")
+    entries = read_entries(path)
+    foreign = [e for e in entries if e.get("run_id") not in own_runs]
+    return (entries[-1]["hash"] if entries else GENESIS), (foreign[-1]["hash"] if foreign else GENESIS)
+
+
+# -- the runner -----------------------------------------------------------------------------------
+@dataclass
+class Context:
+    """What every stage function sees: the checkout, its config (and the config file's bytes, for
+    the digests), the output directory, the run's settings, the state being recorded, the progress
+    printer, and per stage the info dict it returned (or recorded, when skipped)."""
+
+    repo: object
+    config: Config
+    config_bytes: bytes
+    config_path: str | None
+    out: Path
+    settings: RunSettings
+    state: dict
+    say: Callable[[str], None]
+    infos: dict = field(default_factory=dict)
+    ran: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+
+    @property
+    def ledger(self) -> Path:
+        return Path(self.settings.ledger_path) if self.settings.ledger_path else self.out / "ledger.jsonl"
+
+    def recorded(self, stage: str) -> dict:
+        return self.state.get("stages", {}).get(stage, {})
+
+
+def load_state(out: Path) -> dict:
+    """OUT/run_state.json, or an empty state when absent, unreadable or of another format."""
+    try:
+        doc = json.loads((out / STATE_FILE).read_text())
+        if doc.get("format_version") == FORMAT_VERSION:
+            return doc
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {"format_version": FORMAT_VERSION, "stages": {}}
+
+
+def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, settings: RunSettings,
+                 say: Callable[[str], None] = lambda s: None, seed_state: dict | None = None) -> dict:
+    """Run the stages in order, skipping those whose inputs and artefacts are unchanged; returns
+    the summary (`summarize`). Raises InputError/PolicyError from the stages (the state of every
+    finished stage is saved first) and PolicyError for findings under `fail_on_findings`."""
+    from repoguard import pipeline_stages as st
+
+    if settings.from_stage is not None and settings.from_stage not in STAGES:
+        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(STAGES)})")
+    out.mkdir(parents=True, exist_ok=True)
+    config_bytes = Path(config_path).read_bytes() if config_path else b""
+    state = seed_state if seed_state is not None else load_state(out)
+    ctx = Context(repo, config, config_bytes, config_path, out, settings, state, say)
+    forced_from = STAGES.index(settings.from_stage) if settings.from_stage else len(STAGES)
+    order = [s for s in STAGES if s != "audit" or settings.audit]
+    for n, name in enumerate(order, 1):
+        stage = st.STAGE_FUNCS[name]
+        inputs = stage.inputs(ctx)
+        key = digest(inputs)
+        rec = ctx.recorded(name)
+        fresh = (STAGES.index(name) < forced_from and rec.get("inputs") == key
+                 and rec.get("outputs") == stage.outputs(ctx))
+        if fresh:
+            ctx.skipped.append(name)
+            ctx.infos[name] = rec.get("info", {})
+            say(f"[{n}/{len(order)}] {name}: unchanged, skipped")
+            continue
+        if name == "train":
+            key = _replan_if_ledger_moved(ctx, st, key)
+        say(f"[{n}/{len(order)}] {name} …")
+        t0 = time.perf_counter()
+        info = stage.execute(ctx)
+        secs = time.perf_counter() - t0
+        ctx.infos[name] = info
+        ctx.ran.append(name)
+        ctx.state.setdefault("stages", {})[name] = {
+            "inputs": key, "outputs": stage.outputs(ctx), "seconds": round(secs, 3),
+            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "info": info, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "inputs_detail": inputs,
+        }
+        save_state(ctx)
+        say(f"[{n}/{len(order)}] {name}: done in {secs:.1f} s{stage.describe(info)}")
+        if name == "scan" and settings.fail_on_findings and info.get("findings"):
+            raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
+                              f"(--fail-on-findings); see {out / 'scan' / 'findings.json'}")
+    return summarize(ctx)
+
+
+def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
+    """Training must start from a plan made against the ledger's current head (guard.py)."""
+    from repoguard.plan import load_plan
+
+    head, _ = ledger_heads(ctx.ledger, set())
+    if load_plan(ctx.out).extra.get("ledger_head", head) != head:
+        ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
+        stage = st.STAGE_FUNCS["plan"]
+        info = stage.execute(ctx)
+        ctx.infos["plan"] = info
+        if "plan" in ctx.skipped:
+            ctx.skipped.remove("plan")
+            ctx.ran.append("plan")
+        rec = ctx.state["stages"]["plan"]
+        rec.update(outputs=stage.outputs(ctx), info=info)
+        save_state(ctx)
+        return digest(st.STAGE_FUNCS["train"].inputs(ctx))
+    return train_key
+
+
+def save_state(ctx: Context) -> None:
+    """Write OUT/run_state.json atomically (after every stage, so a failure keeps what finished)."""
+    ctx.state["repoguard_version"] = __version__
+    atomic_write_json(ctx.out / STATE_FILE, ctx.state)
+
+
+def plan_defaults(config: Config, settings: RunSettings, n_public: int) -> tuple[float, int]:
+    """(B, T) for the plan: the flag, else `[plan]` when the config sets it, else — with the
+    embedded tiny model — EMBEDDED_BATCH/EMBEDDED_STEPS; an unset B is clamped to the number of
+    examples tied to no secret, which keeps every ρ = B·w/Σw ≤ 1 (those keep w = 1, so Σw ≥ it)."""
+    pc, default = config.plan, PlanConfig()
+    tiny = not (settings.model or config.training.model)
+    steps = settings.steps or (pc.steps if (pc.steps != default.steps or not tiny) else EMBEDDED_STEPS)
+    if settings.batch_size is not None:
+        return settings.batch_size, steps
+    if pc.batch_size != default.batch_size:
+        return float(pc.batch_size), steps
+    b = EMBEDDED_BATCH if tiny else pc.batch_size
+    return float(min(b, n_public) if n_public >= 1 else b), steps
+
+
+def summarize(ctx: Context) -> dict:
+    """The final summary `repoguard run --json` prints: counts, σ, B, T, the retained fraction
+    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage."""
+    i = ctx.infos
+    plan, train = i.get("plan", {}), i.get("train", {})
+    return {
+        "out": str(ctx.out), "ran": ctx.ran, "skipped": ctx.skipped,
+        "credentials_found": i.get("scan", {}).get("findings"),
+        "files": i.get("analyze", {}).get("files"),
+        "examples": i.get("analyze", {}).get("examples"),
+        "secrets": i.get("analyze", {}).get("secrets"),
+        "incidences": i.get("analyze", {}).get("incidences"),
+        "retained_fraction": plan.get("retained_fraction"),
+        "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
+        "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
+        "binding_secret": plan.get("binding_secret"),
+        "adapter": train.get("adapter"), "run_id": train.get("run_id"),
+        "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
+        "ledger": str(ctx.ledger),
+        "seconds": {s: ctx.recorded(s).get("seconds") for s in STAGES if ctx.recorded(s)},
+    }

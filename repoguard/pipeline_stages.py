@@ -1,0 +1,337 @@
+"""The six stages `repoguard run` strings together (pipeline.py), each as three functions:
+
+    inputs(ctx) -> JSON-able dict   what the stage's result depends on (hashed by the runner)
+    execute(ctx) -> info dict       run it by calling the stage function, write its artefacts
+    outputs(ctx) -> sha256          digest of the artefacts it wrote (what downstream reads)
+
+The stage functions are the commands' own: the scan command (its logic lives in `run(args)`, so
+it is called with a constructed namespace), `analyze.run_analyze`, `plan.build_plan`,
+`training.pipeline.run_training`, `audit.extraction.run_extract_audit`, `report.build_report`.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import logging
+from pathlib import Path
+
+from repoguard import __version__
+from repoguard.pipeline import AUDIT_STEPS, Context, ledger_heads, plan_defaults, source_digest, tree_digest
+
+log = logging.getLogger("repoguard")
+
+
+@functools.lru_cache(maxsize=1)
+def _code() -> str:
+    """repoguard's version and a digest of its own source: a changed stage implementation
+    invalidates recorded results as a changed input does."""
+    pkg = Path(__file__).resolve().parent
+    return f"{__version__}:{tree_digest(*sorted(pkg.rglob('*.py')))}"
+
+
+def _rules(ctx) -> list[str]:
+    """Digests of the rule files the scan and the credentials analyzer load."""
+    from repoguard.credentials.rules import default_rule_files
+
+    sc = ctx.config.scan
+    files = [ctx.repo.root / r for r in sc.rules]
+    if sc.use_default_rules or not sc.rules:
+        files += default_rule_files()
+    return [tree_digest(f) for f in files]
+
+
+def _own_runs(ctx: Context) -> set[str]:
+    return set(ctx.state.get("own_runs", []))
+
+
+def _out(ctx: Context, name: str) -> str:
+    return ctx.recorded(name).get("outputs", "")
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# -- scan -----------------------------------------------------------------------------------------
+class scan:
+    @staticmethod
+    def inputs(ctx):
+        return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
+                "version": _code()}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.commands import scan as cmd
+
+        report = ctx.out / "scan" / "report.json"
+        ns = argparse.Namespace(
+            targets=[str(ctx.repo.root)], history=False, staged=False, since=None, all_refs=False,
+            no_git=False, format="json", json=True, output=str(report), rules=[], baseline=None,
+            update_baseline=False, jobs=None, max_file_bytes=None, config=ctx.config_path,
+            out=str(ctx.out), quiet=True, verbose=0)
+        cmd.run(ns)     # exit 1 = findings: expected here (redacted from training, become secrets)
+        doc = _read(ctx.out / "scan" / "findings.json") or {}
+        found = doc.get("findings", [])
+        return {"findings": len(found), "rules": sorted({f.get("rule_id") for f in found}),
+                "files": doc.get("stats", {}).get("files"), "report": str(report)}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "scan" / "findings.json")
+
+    @staticmethod
+    def describe(info):
+        return f": {info.get('findings', 0)} credential finding(s) in {info.get('files')} files (redacted)"
+
+
+# -- analyze --------------------------------------------------------------------------------------
+class analyze:
+    @staticmethod
+    def inputs(ctx):
+        return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
+                "version": _code()}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.analyze import run_analyze
+
+        s = run_analyze(ctx.repo, ctx.config, ctx.out).summary
+        untied = None
+        inc = _incidence(ctx)
+        if inc is not None:
+            untied = int((inc.matrix.getnnz(axis=1) == 0).sum())
+        return {"files": s["files"], "examples": s["examples"], "secrets": s["secrets"],
+                "incidences": s["incidences"], "public_examples": untied,
+                "per_secret": s["per_secret"], "seconds": s["total_seconds"]}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "corpus", ctx.out / "incidence")
+
+    @staticmethod
+    def describe(info):
+        return (f": {info['files']} files, {info['examples']} examples, {info['secrets']} secrets, "
+                f"{info['incidences']} incidences")
+
+
+def _incidence(ctx):
+    from repoguard.incidence import load_incidence
+
+    try:
+        return load_incidence(ctx.out)
+    except Exception:  # noqa: BLE001 - absent or unreadable: the plan stage reports it properly
+        return None
+
+
+# -- plan -----------------------------------------------------------------------------------------
+def _plan_params(ctx) -> dict:
+    s, pc = ctx.settings, ctx.config.plan
+    public = ctx.infos.get("analyze", {}).get("public_examples") or 0
+    batch, steps = plan_defaults(ctx.config, s, public)
+    c = 0.0 if s.sweep else (s.c if s.c is not None else pc.c)
+    return {"batch_size": batch, "steps": steps, "clip_norm": s.clip_norm or pc.clip_norm, "c": c,
+            "cap": s.cap or pc.cap, "accountant": s.accountant or pc.accountant,
+            "adjacency": s.adjacency or pc.adjacency}
+
+
+def run_targets(secrets, ledger_spent: dict, fraction: float) -> list:
+    """This run's targets: r_run = b₀ + f·(r − b₀), b₀ the bound the ledger's spending alone
+    gives (min of the KL and Rényi bounds, Hush Lemma 3.2), f = `fraction`. σ calibrated to
+    r_run leaves (1 − f) of the headroom to later runs; f = 1 spends all of it. A secret already
+    at or over r keeps r (the plan then refuses it)."""
+    from repoguard.accounting.bounds import kl_bound, renyi_bound
+
+    if fraction >= 1:
+        return list(secrets)
+    out = []
+    for s in secrets:
+        kl0, ren0 = ledger_spent.get(s.id, (0.0, {}))
+        b0 = float(kl_bound(kl0, s.p))
+        for a, v in ren0.items():
+            b0 = min(b0, float(renyi_bound(v, float(a), s.p)))
+        b0 = max(b0, s.p)
+        out.append(dataclasses.replace(s, r=b0 + fraction * (s.r - b0)) if b0 < s.r else s)
+    return out
+
+
+class plan:
+    @staticmethod
+    def inputs(ctx):
+        _, foreign = ledger_heads(ctx.ledger, _own_runs(ctx))
+        return {"incidence": _out(ctx, "analyze"), "params": _plan_params(ctx), "ledger": foreign,
+                "budget_fraction": ctx.settings.budget_fraction}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.accounting.ledger import spent, verify
+        from repoguard.commands.plan import _Progress, plan_summary
+        from repoguard.incidence import load_incidence
+        from repoguard.plan import build_plan, save_plan
+
+        params = _plan_params(ctx)
+        for k in ("batch_size", "steps", "clip_norm"):
+            if not params[k] > 0:
+                raise _input(f"--{k.replace('_', '-')}: must be > 0, not {params[k]!r}")
+        inc = load_incidence(ctx.out)
+        head = verify(ctx.ledger).get("last_hash") or "0" * 64
+        before = spent(ctx.ledger)
+        frac = ctx.settings.budget_fraction
+        if not 0 < frac <= 1:
+            raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
+        true_r = {x.id: x.r for x in inc.secrets}
+        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
+        prog = _Progress() if ctx.settings.show_progress else None
+        try:
+            p = build_plan(inc, ledger_spent=before, progress=prog, **params)
+        finally:
+            if prog is not None:
+                prog.close()
+        p.extra["ledger_head"] = head
+        p.extra["budget_fraction"] = frac
+        target = save_plan(p, ctx.out)
+        s = plan_summary(p, target)
+        ratios = [x.achieved_bound / true_r[x.id] for x in p.secrets]   # against the configured r
+        n = len(p.example_ids)
+        return {"sigma": p.sigma, "batch_size": p.batch_size, "steps": p.steps, "c": p.c,
+                "sum_w": s["sum_w"], "retained_fraction": s["sum_w"] / n if n else None,
+                "positive_fraction": float((p.w > 0).mean()) if n else None,
+                "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
+                "binding_secret": s["binding_secret"], "ledger_head": head,
+                "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target)}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "plan")
+
+    @staticmethod
+    def describe(info):
+        return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
+                f"retained Σw/n = {info['retained_fraction']:.3f}, achieved/target bound "
+                f"{info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}")
+
+
+# -- train ----------------------------------------------------------------------------------------
+def _train_cfg(ctx):
+    from repoguard.training.pipeline import merge_config
+
+    s = ctx.settings
+    return merge_config(ctx.config.training, model=s.model, max_length=s.max_length, lora_r=s.lora_r,
+                        learning_rate=s.lr, micro_batch_size=s.micro_batch_size, seed=s.seed)
+
+
+class train:
+    @staticmethod
+    def inputs(ctx):
+        s = ctx.settings
+        return {"plan": _out(ctx, "plan"), "corpus": _out(ctx, "analyze"),
+                "training": dataclasses.asdict(_train_cfg(ctx)), "private": not s.no_dp,
+                "device": s.device, "version": __version__}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.training.pipeline import RunOptions, run_training
+
+        s = ctx.settings
+        opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
+                          noise_seed=None if s.seed is None else s.seed + 0x5EED)
+        rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
+        ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
+        return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],
+                "steps_completed": rep["steps_completed"], "private": rep["private"], "sigma": rep["sigma"],
+                "final_loss": _final_loss(ctx.out / "train" / "train_log.jsonl")}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "train" / "adapter", ctx.out / "train" / "privacy_report.json")
+
+    @staticmethod
+    def describe(info):
+        loss = info.get("final_loss")
+        return (f": {info['steps_completed']} steps{'' if info['private'] else ' (NO DP)'}"
+                f"{f', last loss {loss:.3f}' if loss is not None else ''} → {info['adapter']}")
+
+
+def _final_loss(path: Path):
+    try:
+        lines = path.read_text().strip().splitlines()
+        return float(json.loads(lines[-1])["loss"]) if lines else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+# -- audit ----------------------------------------------------------------------------------------
+class audit:
+    @staticmethod
+    def inputs(ctx):
+        return {"plan": _out(ctx, "plan"), "train": train.inputs(ctx)["training"],
+                "steps": _audit_steps(ctx), "seed": ctx.settings.seed or 0, "version": __version__}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.audit.extraction import run_extract_audit
+
+        seed = ctx.settings.seed or 0
+        cfg = _train_cfg(ctx)
+        k = min(32, cfg.max_length // 2)
+        doc = run_extract_audit(out=ctx.out, root=ctx.repo.root, cfg=cfg, k=k, m=k, per_secret=5,
+                                max_secrets=10, steps=_audit_steps(ctx), seed=seed, noise_seed=seed + 0x5EED,
+                                device=ctx.settings.device, show_progress=ctx.settings.show_progress)
+        groups = {g: {"dp": v.get("dp"), "no-dp": v.get("no-dp")} for g, v in doc.get("groups", {}).items()}
+        return {"extraction": str(ctx.out / "audit" / "extraction.json"), "k": k, "groups": groups}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "audit" / "extraction.json")
+
+    @staticmethod
+    def describe(info):
+        return f": extraction (k = m = {info['k']}) → {info['extraction']}"
+
+
+def _audit_steps(ctx) -> int:
+    steps = _plan_params(ctx)["steps"]
+    return min(steps, ctx.settings.audit_steps or AUDIT_STEPS)
+
+
+# -- report ---------------------------------------------------------------------------------------
+class report:
+    @staticmethod
+    def inputs(ctx):
+        head, _ = ledger_heads(ctx.ledger, set())
+        return {s: _out(ctx, s) for s in ("scan", "analyze", "plan", "train", "audit")} | {
+            "ledger": head, "version": _code()}
+
+    @staticmethod
+    def execute(ctx):
+        from repoguard.report import build_report
+
+        r = build_report(ctx.out, repo_name=ctx.repo.root.name)
+        return {"html": r["html"], "json": r["json"], "html_bytes": r["html_bytes"]}
+
+    @staticmethod
+    def outputs(ctx):
+        return tree_digest(ctx.out / "report" / "report.json")
+
+    @staticmethod
+    def describe(info):
+        return f": {info['html_bytes'] // 1024} KiB → {info['html']}"
+
+
+def _config_digest(ctx) -> str:
+    import hashlib
+
+    return hashlib.sha256(ctx.config_bytes).hexdigest()
+
+
+def _input(msg: str):
+    from repoguard.errors import InputError
+
+    return InputError(msg)
+
+
+STAGE_FUNCS = {"scan": scan, "analyze": analyze, "plan": plan, "train": train, "audit": audit, "report": report}

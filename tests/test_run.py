@@ -1,0 +1,247 @@
+"""`repoguard run` end to end on the fixture monorepo with the embedded tiny model: every artefact,
+stage skipping, `--from`, the scheduled path twice on one ledger, the lock and the budget refusal,
+and the README's cron/CI snippets as valid invocations."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from repoguard.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--steps", "10", "--batch-size", "8", "--seed", "0", "--max-length", "128"]
+
+
+def _run(capsys, *argv) -> tuple[int, dict | None, str]:
+    capsys.readouterr()
+    rc = main(["run", "--json", *argv])
+    cap = capsys.readouterr()
+    return rc, (json.loads(cap.out) if rc == 0 else None), cap.err
+
+
+def _ledger(path: Path) -> tuple[dict, dict[str, str]]:
+    from repoguard.accounting.ledger import read_entries, verify
+
+    last = {}
+    for e in read_entries(path):
+        last[e["run_id"]] = e["status"]
+    return verify(path), last
+
+
+def _planted_values(monorepo_module) -> list[str]:
+    return [monorepo_module.planted_secret(c["id"]) for c in monorepo_module.PLANTED_CREDENTIALS if c["in_head"]]
+
+
+@pytest.mark.slow
+def test_run_end_to_end_every_artefact_then_skip_and_from(fixture_repo_copy, monorepo_module, capsys):
+    repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
+    rc, s, err = _run(capsys, *FAST, "--audit", "--audit-steps", "3", str(repo))
+    assert rc == 0, err
+    assert s["ran"] == ["scan", "analyze", "plan", "train", "audit", "report"] and s["skipped"] == []
+
+    # scan/: findings (a planted credential in HEAD is found), redacted: no value anywhere.
+    planted = _planted_values(monorepo_module)
+    findings_text = (out / "scan" / "findings.json").read_text()
+    findings = json.loads(findings_text)["findings"]
+    assert s["credentials_found"] == len(findings) >= 1
+    assert all(f["redacted"].endswith("…") and len(f["redacted"]) <= 5 for f in findings)
+    assert not any(v in findings_text for v in planted)
+    assert not any(v in (out / "scan" / "report.json").read_text() for v in planted)
+    assert {f["path"] for f in findings} & {c["path"] for c in monorepo_module.PLANTED_CREDENTIALS if c["in_head"]}
+
+    # corpus/ and incidence/: the counts of the summary; credentials became secrets.
+    from repoguard.corpus import load_corpus
+    from repoguard.gitrepo import open_repo
+    from repoguard.incidence import load_incidence
+
+    corpus = load_corpus(out, open_repo(repo).root)
+    inc = load_incidence(out)
+    assert len(corpus.examples) == s["examples"] == inc.shape[0]
+    assert inc.shape[1] == s["secrets"] and int(inc.matrix.nnz) == s["incidences"]
+    ids = [x.id for x in inc.secrets]
+    assert {"alpha-strategy", "risk-limits", "client-book"} <= set(ids)
+    assert any(i.startswith("credential:") for i in ids)
+
+    # plan/: σ, T, B as flagged; every achieved bound within its target.
+    from repoguard.plan import load_plan
+
+    plan = load_plan(out)
+    assert plan.steps == 10 and plan.batch_size == 8 and plan.sigma == pytest.approx(s["sigma"])
+    assert all(x.achieved_bound <= x.r * (1 + 1e-6) for x in plan.secrets)
+    assert 0 < s["retained_fraction"] <= 1 and s["bound_ratio_max"] <= 1 + 1e-6
+    assert s["bound_ratio_min"] <= s["bound_ratio_max"]
+
+    # train/: a PEFT adapter that reloads offline, the log, the privacy report.
+    from peft import AutoPeftModelForCausalLM
+
+    assert Path(s["adapter"]) == out / "train" / "adapter"
+    assert AutoPeftModelForCausalLM.from_pretrained(out / "train" / "adapter", local_files_only=True) is not None
+    log = [json.loads(x) for x in (out / "train" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 11))
+    privacy = json.loads((out / "train" / "privacy_report.json").read_text())
+    assert privacy["sigma"] == pytest.approx(plan.sigma) and privacy["steps_completed"] == 10
+
+    # ledger.jsonl verifies and holds this run as completed.
+    check, runs = _ledger(out / "ledger.jsonl")
+    assert check["ok"] and runs == {s["run_id"]: "completed"}
+
+    # report/: self-contained HTML and JSON, no credential value in either.
+    html = (out / "report" / "report.html").read_text()
+    assert Path(s["report"]) == out / "report" / "report.html" and "<html" in html.lower()
+    rep = json.loads((out / "report" / "report.json").read_text())
+    assert rep and not any(v in html for v in planted)
+    state = json.loads((out / "run_state.json").read_text())
+    assert set(state["stages"]) == {"scan", "analyze", "plan", "train", "audit", "report"}
+    # audit/: the extraction audit of a DP and a --no-dp model, in the report too.
+    extraction = json.loads((out / "audit" / "extraction.json").read_text())
+    assert extraction["steps"] == 3 and extraction["groups"] and s["audit"]["extraction"]
+    assert "audit" in rep["sections"] and rep["extraction"]
+
+    # Unchanged inputs: everything skipped, nothing spent, nothing rewritten.
+    adapter = (out / "train" / "adapter" / "adapter_model.safetensors").read_bytes()
+    rc, s2, err = _run(capsys, *FAST, "--audit", "--audit-steps", "3", str(repo))
+    assert rc == 0, err
+    assert s2["ran"] == [] and s2["skipped"] == s["ran"] and s2["sigma"] == s["sigma"]
+    assert _ledger(out / "ledger.jsonl")[1] == runs
+    assert (out / "train" / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
+
+    # --from plan: plan, train and report again, against the ledger the first run spent from.
+    rc, s3, err = _run(capsys, *FAST, "--from", "plan", str(repo))
+    assert rc == 0, err
+    assert s3["ran"] == ["plan", "train", "report"] and s3["skipped"] == ["scan", "analyze"]
+    assert s3["sigma"] > s["sigma"] and s3["run_id"] != s["run_id"]
+    check, runs3 = _ledger(out / "ledger.jsonl")
+    assert check["ok"] and list(runs3.values()) == ["completed", "completed"]
+
+    # A changed training flag means a new training run, but the two runs (budget fraction 1) spent
+    # every secret's budget: refused in the plan stage, exit 1, naming the secret; nothing trained.
+    size = (out / "ledger.jsonl").stat().st_size
+    adapter = (out / "train" / "adapter" / "adapter_model.safetensors").read_bytes()
+    capsys.readouterr()
+    assert main(["run", "-q", *FAST[:-2], "--max-length", "96", str(repo)]) == 1
+    assert "risk-limits" in capsys.readouterr().err
+    assert (out / "ledger.jsonl").stat().st_size == size
+    assert (out / "train" / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
+
+
+@pytest.mark.slow
+def test_scheduled_twice_on_one_ledger_then_lock_and_budget_refusal(fixture_repo_copy, capsys):
+    from repoguard.scheduled import EXIT_LOCKED, run_lock
+
+    repo, out = fixture_repo_copy, fixture_repo_copy.parent / "rg-out"
+    argv = ["--scheduled", *FAST, "--out", str(out), str(repo)]
+    rc, s1, err = _run(capsys, *argv)
+    assert rc == 0, err
+    runs_dir = out / "runs"
+    assert (runs_dir / "latest").resolve() == Path(s1["run_dir"]).resolve() and s1["previous_run"] is None
+    run1 = Path(s1["run_dir"])
+    for art in ("scan/findings.json", "corpus/examples.parquet", "incidence/incidence.npz", "plan/plan.json",
+                "train/adapter/adapter_model.safetensors", "report/report.html", "status.json"):
+        assert (run1 / art).is_file(), art
+    assert (run1 / "ledger.jsonl").resolve() == (out / "ledger.jsonl").resolve()
+    cache = out / "cache" / "analyzers.json"
+    assert cache.is_file() and (run1 / "cache").resolve() == (out / "cache").resolve()
+
+    # A second run while the lock is held: refused at once with exit 75, nothing created.
+    with run_lock(out):
+        capsys.readouterr()
+        assert main(["run", *argv]) == EXIT_LOCKED
+        assert "lock" in capsys.readouterr().err
+    assert sorted(p.name for p in runs_dir.iterdir()) == sorted([run1.name, "latest"])
+
+    # New commits, then the next scheduled run: incremental analysis, same ledger, spends more.
+    target = repo / "trading" / "alpha" / "signals.py"
+    target.write_text(target.read_text() + "\n# recalibrated after the Falcon review\n")
+    git(repo, "commit", "-qam", "alpha: recalibrate")
+    rc, s2, err = _run(capsys, *argv)
+    assert rc == 0, err
+    run2 = Path(s2["run_dir"])
+    assert run2 != run1 and s2["previous_run"] == run1.name
+    assert (runs_dir / "latest").resolve() == run2.resolve()
+    assert "analyze" in s2["ran"] and s2["sigma"] > s1["sigma"]
+    check, runs = _ledger(out / "ledger.jsonl")
+    assert check["ok"] and runs == {s1["run_id"]: "completed", s2["run_id"]: "completed"}
+    from repoguard.accounting.ledger import spent
+
+    plan1 = json.loads((run1 / "plan" / "plan.json").read_text())
+    total = spent(out / "ledger.jsonl")
+    grew = [x["id"] for x in plan1["secrets"] if total[x["id"]][0] > x["kl_spent"] * (1 + 1e-9)]
+    assert grew, "the second run must add to some secret's cumulative spending"
+
+    # A tighter target than the ledger already spent: refused in the plan stage, exit 1, before
+    # training; nothing appended to the ledger and `latest` unchanged.
+    cfg = repo / "repoguard.toml"
+    cfg.write_text(cfg.read_text().replace("medium = { p = 1e-6, r = 1e-2 }", "medium = { p = 1e-6, r = 1.0001e-6 }"))
+    size = (out / "ledger.jsonl").stat().st_size
+    capsys.readouterr()
+    assert main(["run", *argv]) == 1
+    msg = capsys.readouterr().err
+    assert "before training" in msg and "risk-limits" in msg
+    assert (out / "ledger.jsonl").stat().st_size == size
+    assert (runs_dir / "latest").resolve() == run2.resolve()
+    refused = [p for p in runs_dir.iterdir() if p.name not in (run1.name, run2.name, "latest")]
+    assert len(refused) == 1 and not (refused[0] / "train").exists()
+    assert json.loads((refused[0] / "status.json").read_text())["status"] == "refused"
+
+
+def test_fail_on_findings_stops_after_the_scan(fixture_repo_copy, capsys):
+    out = fixture_repo_copy / ".repoguard"
+    assert main(["run", "-q", "--fail-on-findings", str(fixture_repo_copy)]) == 1
+    assert "credential finding" in capsys.readouterr().err
+    assert (out / "scan" / "findings.json").is_file() and not (out / "corpus").exists()
+
+
+def test_bad_flags_exit_2(fixture_repo, capsys):
+    assert main(["run", "--steps", "0", str(fixture_repo)]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--from", "deploy", str(fixture_repo)])
+    assert exc.value.code == 2
+
+
+def _readme_commands() -> list[str]:
+    """`repoguard …` invocations in the README's run/scheduled sections (cron line, CI steps)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Running the pipeline")
+    cmds = []
+    for line in text[start:].splitlines():
+        m = re.search(r"\brepoguard (run|scan|ledger|report)\b.*", line)
+        if m and "`repoguard" not in line:
+            cmds.append(m.group(0))
+    return cmds
+
+
+def test_readme_cron_and_ci_snippets_are_valid_invocations():
+    cmds = _readme_commands()
+    assert any("--scheduled" in c for c in cmds) and len(cmds) >= 3
+    parser = build_parser()
+    for cmd in cmds:
+        argv = []
+        for tok in shlex.split(cmd)[1:]:
+            if tok in ("&&", "||", ";", "|") or tok.startswith((">", "2>")):
+                break
+            argv.append(tok)
+        args = parser.parse_args(argv)       # exits 2 (SystemExit) on an invalid invocation
+        assert args.command in ("run", "scan", "ledger", "report"), cmd
+
+
+def test_run_targets_spend_a_fraction_of_the_remaining_headroom():
+    """r_run = b₀ + f·(r − b₀): b₀ = p with nothing spent; with spending, b₀ is the ledger's own
+    bound (Hush Lemma 3.2), and a secret already over r keeps r (the plan then refuses it)."""
+    from repoguard.accounting.bounds import kl_bound
+    from repoguard.incidence import Secret
+    from repoguard.pipeline_stages import run_targets
+
+    a, b, c = Secret("a", "declared", 1e-6, 1e-2, ""), Secret("b", "declared", 1e-6, 1e-2, ""), \
+        Secret("c", "declared", 1e-6, 1e-4, "")
+    spent = {"b": (0.01, {}), "c": (5.0, {})}
+    ra, rb, rc = run_targets([a, b, c], spent, 0.5)
+    assert ra.r == pytest.approx(1e-6 + 0.5 * (1e-2 - 1e-6))
+    b0 = float(kl_bound(0.01, 1e-6))
+    assert 1e-6 < b0 < 1e-2 and rb.r == pytest.approx(b0 + 0.5 * (1e-2 - b0))
+    assert rc.r == 1e-4                     # over budget already: unchanged, refused by the plan
+    assert run_targets([a, b, c], spent, 1.0) == [a, b, c]
