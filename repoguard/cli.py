@@ -14,7 +14,7 @@ from typing import Sequence
 
 from repoguard import __version__
 from repoguard.commands import COMMANDS
-from repoguard.errors import EXIT_USAGE, RepoguardError
+from repoguard.errors import EXIT_INTERNAL, EXIT_USAGE, RepoguardError
 
 log = logging.getLogger("repoguard")
 
@@ -27,18 +27,23 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def _common_options() -> argparse.ArgumentParser:
+def _common_options(*, suppress: bool = False) -> argparse.ArgumentParser:
+    """Global options, accepted before and after the subcommand. The subcommand's copy uses
+    SUPPRESS defaults so that `repoguard -v scan` keeps the -v given before it."""
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--config", metavar="FILE", default=None,
+        "--config", metavar="FILE", default=d(None),
         help="config file (default: repoguard.toml at the scanned repo's root)",
     )
     common.add_argument(
-        "--out", metavar="DIR", default=None,
+        "--out", metavar="DIR", default=d(None),
         help="output directory for artefacts (default: .repoguard/ in the scanned repo)",
     )
-    common.add_argument("-v", "--verbose", action="count", default=0, help="more output; tracebacks on error")
-    common.add_argument("-q", "--quiet", action="store_true", help="only errors and results")
+    common.add_argument("-v", "--verbose", action="count", default=d(0),
+                        help="more output; tracebacks on error")
+    common.add_argument("-q", "--quiet", action="store_true", default=d(False),
+                        help="only errors and results")
     return common
 
 
@@ -55,6 +60,7 @@ def _load_commands() -> list:
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (every subcommand that exists in this install)."""
     common = _common_options()
+    sub_common = _common_options(suppress=True)
     parser = _Parser(
         prog="repoguard",
         description="Scan a monorepo for credentials and trade secrets, and fine-tune a code model "
@@ -64,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"repoguard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in _load_commands():
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP, parents=[common])
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP, parents=[sub_common])
         mod.register(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -76,7 +82,8 @@ def _configure_logging(verbose: int, quiet: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script. Returns the exit code (0 ok, 1 policy, 2 usage/input)."""
+    """Entry point of the console script. Returns the exit code (0 ok, 1 policy, 2 usage/input,
+    70 internal error, 130 interrupted)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -95,6 +102,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file we could not read or write: name it, one line
+        if args.verbose:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"repoguard: error: {where}{exc.strerror or exc}\n")
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, the traceback behind -v
+        if args.verbose:
+            raise
+        msg = " ".join(str(exc).split())[:300]
+        sys.stderr.write(f"repoguard: internal error: {type(exc).__name__}: {msg} "
+                         "(re-run with -v for the traceback, and please report it)\n")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_POLICY = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # sysexits EX_SOFTWARE: a bug in repoguard, reported in one line (-v: traceback)
 
 
 class RepoguardError(Exception):

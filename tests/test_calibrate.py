@@ -65,3 +65,21 @@ def test_bad_arguments():
         calibrate([[0.1]], [1e-3], [1e-4], 10)          # r < p
     with pytest.raises(ValueError):
         calibrate([[0.1]], [1e-4], [1e-3], 10, method="pld")
+
+
+def test_kl_only_batch_path_handles_groups_too_wide_to_share_a_grid():
+    """Regression (astral-sh/ruff, B = 16): a KL-only calibration passes no Rényi orders, and a
+    group too wide for the shared grid took the scalar path and crashed assigning them."""
+    import numpy as np
+
+    from repoguard.accounting import batch
+    from repoguard.accounting import divergences as dv
+    from repoguard.accounting.divergences import kl_divergence
+
+    big = np.full(500, 0.5)
+    mixes = [dv.mixture(big), dv.mixture(np.full(2, 1e-4))]
+    a = 5.0
+    kl, ren = batch.batch_step_divergences(mixes, a, [], np.full((2, 0), np.inf), kl=True)
+    assert ren.shape == (2, 0, 2)
+    # The scalar path's KL (P‖Q) agrees with the public one-step divergence at σ = 1/a.
+    assert kl[0, 0] == pytest.approx(kl_divergence(big, 1 / a, 1), rel=1e-9)

@@ -131,3 +131,17 @@ def test_unknown_flag_is_usage_error(capsys):
         main(["config", "validate", "--frobnicate"])
     assert exc.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_unexpected_errors_are_one_line_and_traceback_only_with_verbose(tmp_path, capsys, monkeypatch):
+    import repoguard.commands.config as cmd
+
+    def boom(args):
+        raise ZeroDivisionError("division by zero in a stage")
+
+    monkeypatch.setattr(cmd, "run", boom)
+    assert main(["config", "validate", str(tmp_path)]) == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: ZeroDivisionError" in err and "Traceback" not in err
+    with pytest.raises(ZeroDivisionError):
+        main(["-v", "config", "validate", str(tmp_path)])

@@ -110,3 +110,23 @@ def test_grammar_gap_falls_back_to_python_ast():
     got = extract("python", src).imports
     assert RawImport(10, "from", "transport.utils", 2, ("g",)) in got
     assert RawImport(11, "dynamic", "p.q") in got
+
+
+def test_stdlib_names_are_not_captured_by_other_projects_folders(tmp_path):
+    """Regression (astral-sh/ruff): a test-fixture package named like a stdlib module made its
+    parent a source root, and every `import logging` in the repository resolved to it."""
+    repo = make_repo(tmp_path / "r", {
+        "tools/fixtures/mods/logging/__init__.py": "",
+        "tools/fixtures/mods/helpers/__init__.py": "",
+        "app/main.py": "import logging\nimport string\nimport helpers\n",
+        "svc/pkg/__init__.py": "",
+        "svc/pkg/string.py": "",
+        "svc/run.py": "import string\n",
+    })
+    _, edges = graph_of(repo)
+    assert ("app/main.py", "tools/fixtures/mods/logging/__init__.py") not in edges
+    # A non-stdlib name still resolves across the monorepo's source roots.
+    assert ("app/main.py", "tools/fixtures/mods/helpers/__init__.py") in edges
+    # Inside its own root a script still shadows nothing it does not own: svc/run.py's folder has
+    # no string.py, so `import string` is the standard library.
+    assert not [e for e in edges if e[0] == "svc/run.py"]

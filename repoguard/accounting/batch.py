@@ -81,7 +81,8 @@ def batch_step_divergences(mixes: list[Mixture], a: float, alphas, max_divergenc
         i = live[k]
         sd = step_divergences(mixes[i], a, al, kl=kl, max_divergence=thr[i])
         kl_out[i] = sd.kl
-        ren_out[i] = [sd.renyi[float(x)] for x in al]
+        if al.size:  # KL-only calibration passes no orders
+            ren_out[i] = [sd.renyi[float(x)] for x in al]
     keep = np.nonzero(~wide)[0]
     if keep.size == 0:
         return kl_out, ren_out

@@ -32,6 +32,7 @@ import json
 import logging
 import posixpath
 import re
+import sys
 from collections import defaultdict
 from typing import Callable, Iterable
 
@@ -47,6 +48,10 @@ def _strip_json_comments(text: str) -> str:
     text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', lambda m: m.group(1) or "", text, flags=re.S)
     return re.sub(r",(\s*[}\]])", r"\1", text)
 
+
+
+# Top-level names of the standard library (Python ≥ 3.10); `__future__` included.
+_STDLIB = frozenset(sys.stdlib_module_names)
 
 class Resolver(NativeResolution):
     """Resolves imports against `paths` (all tracked files). `read(path) -> str | None` reads the
@@ -133,7 +138,12 @@ class Resolver(NativeResolution):
         return self._py_stems.get(base) if self._py_stems.get(base, "").endswith("__init__.py") else None
 
     def _py_lookup(self, importer: str, dotted: str) -> list[str]:
-        hits = [f for r in self._py_roots if (f := self._py_file(r, dotted))]
+        roots = self._py_roots
+        if dotted.split(".", 1)[0] in _STDLIB:
+            # `import logging` means the standard library unless the importer's own source root
+            # shadows it: another project's test fixture named logging/ is never on its path.
+            roots = [r for r in roots if not r or importer.startswith(f"{r}/")]
+        hits = [f for r in roots if (f := self._py_file(r, dotted))]
         if hits:
             return _closest(importer, hits)
         here = posixpath.dirname(importer)
