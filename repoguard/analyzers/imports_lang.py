@@ -142,7 +142,9 @@ def _python_ast(source: bytes) -> list[RawImport] | None:
     import ast
 
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():  # "invalid escape sequence" & co. are the file's business
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
     out = []
