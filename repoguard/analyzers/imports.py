@@ -2,11 +2,22 @@
 carries that secret.
 
 The import graph is a networkx DiGraph over repository files: an edge u → v means "u imports v",
-with the first import's line and its text. Cycles are collapsed with `nx.condensation` before
-hops are counted, so every file of an import cycle is as far from the secret as the cycle's
-closest member (files of one cycle import each other, whatever the order). Hops are counted on
-the condensed DAG: 1 = direct importers. Direction matters: importing a secret carries it; being
+with the first import's line and its text. Direction matters: importing a secret carries it; being
 imported *by* a secret does not (a secret module's helper in `shared/utils` stays clean).
+
+A Rust `mod x;` declaration is an edge too (attr `contains=True`), but it states where module
+`x` lives in the module tree, not that the parent uses what `x` contains: it is kept for readers
+(`imported_by`, chains) and never carries a secret. Counting it would put every module of a crate
+one hop from its root and, with `use crate::…` going back up, fold whole crates into one cycle.
+
+Cycles are collapsed before hops are counted, but only small ones (at most `MAX_CYCLE` files,
+`nx.condensation` restricted to them): the files of a small cycle import each other (a module and
+its helper, a package `__init__` re-exporting a submodule), so each is as far from the secret as
+the cycle's closest member. A large strongly connected component is not a cycle anyone wrote: it
+is many one-way imports that happen to close up through re-exports (in astral-sh/ruff, 471 files
+of one crate even without `mod` edges, 970 with them), and collapsing it would put its every file
+one hop from any secret one member imports (ruff's parser crate: 746 files at depth 1 instead of
+84). Its files keep their own hop counts. Hops: 1 = direct importers.
 
 Extraction (imports_lang) is cached by blob SHA: `cache` maps SHA → [java package, [raw imports]],
 so a re-run parses only changed files.
@@ -28,6 +39,7 @@ from repoguard.progress import progress
 
 log = logging.getLogger(__name__)
 NAME = "imports"
+MAX_CYCLE = 8  # strongly connected components up to this many files collapse (module doc)
 
 
 @dataclass
@@ -119,22 +131,52 @@ def build_graph(repo, files: dict[str, str], *, cache: MutableMapping | None = N
                 continue
             ig.resolved += 1
             ig.per_language[lang] = ig.per_language.get(lang, 0) + 1
+            contains = lang == "rust" and raw.kind == "mod"
             for t in targets:
-                if t != path and not g.has_edge(path, t):
-                    g.add_edge(path, t, line=raw.line, spec=_spec(lang, raw))
+                if t == path:
+                    continue
+                if not g.has_edge(path, t):
+                    g.add_edge(path, t, line=raw.line, spec=_spec(lang, raw), contains=contains)
+                elif g.edges[path, t]["contains"] and not contains:
+                    # `mod x;` then `use x::…`: the use is what carries; cite it.
+                    g.add_edge(path, t, line=raw.line, spec=_spec(lang, raw), contains=False)
     return ig
 
 
+def _uses(g: nx.DiGraph) -> nx.DiGraph:
+    """The edges that carry secrets: every import but Rust `mod x;` declarations (module doc)."""
+    return nx.subgraph_view(g, filter_edge=lambda u, v: not g.edges[u, v].get("contains", False))
+
+
+def _collapse(g: nx.DiGraph) -> tuple[nx.DiGraph, dict[str, int]]:
+    """`g` with each strongly connected component of at most MAX_CYCLE files merged into one node
+    (larger components stay file by file): (the quotient graph, which keeps the cycles of large components; path → node). Node attr
+    `members` lists the files of each node."""
+    comp: dict[str, int] = {}
+    members: list[list[str]] = []
+    for scc in nx.strongly_connected_components(g):
+        if len(scc) <= MAX_CYCLE:
+            comp.update((p, len(members)) for p in scc)
+            members.append(sorted(scc))
+        else:
+            for p in sorted(scc):
+                comp[p] = len(members)
+                members.append([p])
+    q = nx.DiGraph()
+    q.add_nodes_from((i, {"members": m}) for i, m in enumerate(members))
+    q.add_edges_from((comp[u], comp[v]) for u, v in g.edges() if comp[u] != comp[v])
+    return q, comp
+
+
 def carriers(ig: ImportGraph, seeds: list[str], depth: int) -> dict[str, tuple[int, list[str]]]:
-    """Files within `depth` import hops of any seed (seeds excluded): path → (hops on the
-    condensed graph, chain of files from the path to a seed). Raises nothing; unknown seeds are
-    ignored."""
-    g = ig.graph
+    """Files within `depth` import hops of any seed (seeds excluded): path → (hops, small cycles
+    collapsed; chain of files from the path to a seed). Rust `mod x;` edges are not followed.
+    Raises nothing; unknown seeds are ignored."""
+    g = _uses(ig.graph)
     seeds = [s for s in seeds if s in g]
     if not seeds or depth <= 0:
         return {}
-    cond = nx.condensation(g)
-    comp = cond.graph["mapping"]
+    cond, comp = _collapse(g)
     dist = {comp[s]: 0 for s in seeds}
     queue = deque(dist)
     while queue:
