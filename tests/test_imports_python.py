@@ -144,4 +144,5 @@ def test_large_strongly_connected_components_do_not_collapse(tmp_path, monkeypat
     assert sorted(carriers(ig, ["secret/core.py"], 1)) == ["r0.py"]
     assert carriers(ig, ["secret/core.py"], 2)["r4.py"] == (2, ["r4.py", "r0.py", "secret/core.py"])
     monkeypatch.setattr(imports_analyzer, "MAX_CYCLE", 5)
+    ig, _ = graph_of(repo)  # the collapse is computed once per graph
     assert sorted(carriers(ig, ["secret/core.py"], 1)) == [f"r{i}.py" for i in range(5)]

@@ -51,6 +51,16 @@ class ImportGraph:
     external: int = 0
     resolved: int = 0
     per_language: dict[str, int] = field(default_factory=dict)
+    _flow: tuple | None = field(default=None, repr=False, compare=False)
+
+    def flow(self) -> tuple[nx.DiGraph, nx.DiGraph, dict[str, int]]:
+        """(carrying edges, their small cycles collapsed, path → collapsed node), computed once:
+        every secret's `carriers` walks the same graphs (the pre-commit hook walks them per
+        secret). Build the graph completely before the first call."""
+        if self._flow is None:
+            uses = _uses(self.graph)
+            self._flow = (uses, *_collapse(uses))
+        return self._flow
 
     def importers(self, path: str) -> list[str]:
         """Files that import `path` directly (grimp: find_modules_that_directly_import)."""
@@ -145,7 +155,10 @@ def build_graph(repo, files: dict[str, str], *, cache: MutableMapping | None = N
 
 def _uses(g: nx.DiGraph) -> nx.DiGraph:
     """The edges that carry secrets: every import but Rust `mod x;` declarations (module doc)."""
-    return nx.subgraph_view(g, filter_edge=lambda u, v: not g.edges[u, v].get("contains", False))
+    out = nx.DiGraph()
+    out.add_nodes_from(g)
+    out.add_edges_from((u, v) for u, v, c in g.edges(data="contains", default=False) if not c)
+    return out
 
 
 def _collapse(g: nx.DiGraph) -> tuple[nx.DiGraph, dict[str, int]]:
@@ -172,11 +185,10 @@ def carriers(ig: ImportGraph, seeds: list[str], depth: int) -> dict[str, tuple[i
     """Files within `depth` import hops of any seed (seeds excluded): path → (hops, small cycles
     collapsed; chain of files from the path to a seed). Rust `mod x;` edges are not followed.
     Raises nothing; unknown seeds are ignored."""
-    g = _uses(ig.graph)
-    seeds = [s for s in seeds if s in g]
+    seeds = [s for s in seeds if s in ig.graph]
     if not seeds or depth <= 0:
         return {}
-    cond, comp = _collapse(g)
+    g, cond, comp = ig.flow()
     dist = {comp[s]: 0 for s in seeds}
     queue = deque(dist)
     while queue:
