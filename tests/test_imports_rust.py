@@ -73,3 +73,36 @@ def test_mod_then_use_of_the_same_file_carries(tmp_path):
     edge = ig.graph.edges["app/src/main.rs", "app/src/a.rs"]
     assert (edge["line"], edge["spec"], edge["contains"]) == (2, "use a::run", False)
     assert sorted(carriers(ig, ["secret/src/lib.rs"], 2)) == ["app/src/a.rs", "app/src/main.rs"]
+
+
+def test_resolutions_are_cached_until_the_resolver_inputs_change(tmp_path, monkeypatch):
+    """A warm build resolves nothing (no Resolver is built); a changed blob re-resolves, and a
+    changed Cargo.toml (a crate renamed) invalidates every cached resolution."""
+    from analyzer_helpers import commit
+
+    from repoguard.analyzers import imports as imports_analyzer
+    from repoguard.gitrepo import GitRepo
+
+    root = tmp_path / "r"
+    make_repo(root, {
+        "core/Cargo.toml": '[package]\nname = "core-lib"\nversion = "0.1.0"\n',
+        "core/src/lib.rs": "",
+        "app/Cargo.toml": '[package]\nname = "app"\nversion = "0.1.0"\n',
+        "app/src/main.rs": "use core_lib::x;\n",
+    })
+    cache: dict = {}
+    build = lambda: imports_analyzer.build_graph(  # noqa: E731
+        GitRepo(root), {f.path: f.blob_sha for f in GitRepo(root).tracked_files()}, cache=cache)
+    cold = sorted(build().graph.edges())
+    assert cold == [("app/src/main.rs", "core/src/lib.rs")]
+
+    real = imports_analyzer.Resolver
+    built = []
+    monkeypatch.setattr(imports_analyzer, "Resolver", lambda *a, **kw: built.append(1) or real(*a, **kw))
+    assert sorted(build().graph.edges()) == cold and built == []
+
+    commit(root, {"app/src/main.rs": "use core_lib::x;\nuse std::io;\n"}, "edit")
+    assert sorted(build().graph.edges()) == cold and built == [1]
+
+    commit(root, {"core/Cargo.toml": '[package]\nname = "core-two"\nversion = "0.1.0"\n'}, "rename")
+    assert sorted(build().graph.edges()) == [] and built == [1, 1]
