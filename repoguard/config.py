@@ -107,6 +107,8 @@ class AnalyzersConfig:
     cochange_min_shared_revs: int = 5
     cochange_min_coupling: float = 0.30
     codename_stoplist: tuple[str, ...] = ()
+    # A commit message ties only the files of a commit of at most this many files (codenames.py).
+    codename_max_changeset: int = 10
     main_developer_min_share: float = 0.5
 
 
@@ -356,6 +358,7 @@ class _Validator:
             "scan": ("max_file_bytes",),
             "plan": ("batch_size", "steps", "clip_norm"),
             "training": ("max_length", "lora_r", "micro_batch_size", "checkpoint_every"),
+            "analyzers": ("codename_max_changeset",),
         }.get(name, ())
         for k in positive:
             if getattr(s, k) <= 0:

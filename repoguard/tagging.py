@@ -105,7 +105,7 @@ def entries_from_evidence(evidence: Iterable[Evidence]) -> Entries:
 def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[Evidence]:
     """Evidence for `files` (path → staged blob SHA) from the analyzers that depend only on the
     index: declared, imports, CODEOWNERS ownership, codenames in file contents, credentials."""
-    from repoguard.analyze import load_cache, save_cache
+    from repoguard.analyze import load_caches, save_cache
     from repoguard.analyzers import codenames, declared, imports, ownership
     from repoguard.analyzers.imports_lang import language_of, supported
 
@@ -114,10 +114,10 @@ def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[E
     evidence: list[Evidence] = []
     if "declared" in enabled:
         evidence += declared.analyze(repo, fs, config)
-    caches = {}
     secrets = [s for s in config.secrets if s.propagate.imports > 0 and s.paths]
-    if "imports" in enabled and secrets:
-        caches["imports"] = load_cache(out, "imports")
+    caches = load_caches(out, [n for n, used in (("imports", bool(secrets)), ("codenames", True))
+                               if n in enabled and used])
+    if "imports" in caches:
         index = {f.path: f.blob_sha for f in _files.tracked_files(repo)
                  if not f.is_symlink and supported(language_of(f.path))}
         ig = imports.build_graph(repo, index, cache=caches["imports"])
@@ -130,7 +130,6 @@ def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[E
     if "ownership" in enabled:
         evidence += ownership._by_codeowners(repo, sorted(files), config)
     if "codenames" in enabled:
-        caches["codenames"] = load_cache(out, "codenames")
         evidence += codenames.analyze(repo, fs, config, cache=caches["codenames"], commit_messages=False)
     if "credentials" in enabled:
         from repoguard.analyzers import credentials

@@ -124,3 +124,17 @@ def test_credential_findings_become_credential_secrets(analyzed, monorepo_module
     for c in monorepo_module.PLANTED_CREDENTIALS:  # evidence shows 4 characters at most
         value = monorepo_module.planted_secret(c["id"])
         assert all(value[:8] not in e.reason for e in inc.evidence if len(value) >= 8)
+
+
+def test_load_caches_reads_every_section_from_one_file(tmp_path):
+    """Sections come from one decode of OUT/cache/analyzers.json; a missing, unreadable or
+    other-version file gives empty caches, never an error."""
+    from repoguard.analyze import CACHE_FILE, FORMAT_VERSION, load_caches, save_cache
+
+    save_cache(tmp_path, load_caches(tmp_path, ["imports"]) | {"codenames": {"k": 1}}, prune=False)
+    got = load_caches(tmp_path, ["imports", "codenames", "other"])
+    assert {n: dict(c) for n, c in got.items()} == {"imports": {}, "codenames": {"k": 1}, "other": {}}
+    (tmp_path / CACHE_FILE).write_text(json.dumps({"format_version": FORMAT_VERSION + 1, "codenames": {"k": 1}}))
+    assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}
+    (tmp_path / CACHE_FILE).write_text("{not json")
+    assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}

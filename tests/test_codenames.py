@@ -1,10 +1,12 @@
 """Codename mentions: comments, docstrings, strings, docs and commit messages; identifiers split."""
 from __future__ import annotations
 
+import pytest
 from analyzer_helpers import commit, make_repo
 
 from repoguard.analyzers import codenames
 from repoguard.config import parse_config
+from repoguard.errors import InputError
 from repoguard.corpus import build_corpus
 from repoguard.gitrepo import GitRepo
 
@@ -69,6 +71,27 @@ def test_cache_reuses_per_blob_results(tmp_path):
     second = list(codenames.analyze(repo, corpus, cfg, cache=cache))
     assert [e.reason for e in first] == ["mentions codename 'Bluefin' at line 1"]
     assert [e.reason for e in second] == ["mentions codename 'Bluefin' at line 99"]
+
+
+def test_commit_messages_tie_only_focused_commits(tmp_path):
+    """A codename in the message of a commit over `codename_max_changeset` files is a passing
+    mention: it ties none of the commit's files; a commit at the bound ties all of them."""
+    root = tmp_path / "r"
+    make_repo(root, {"seed.py": "S = 1\n"})
+    commit(root, {f"bulk/f{i}.py": f"X = {i}\n" for i in range(4)}, "Rename helpers\n\nNothing left in bluefin")
+    commit(root, {f"small/g{i}.py": f"Y = {i}\n" for i in range(3)}, "Bluefin: tune thresholds")
+    repo = GitRepo(root)
+    cfg = parse_config(CONFIG + "codename_max_changeset = 3\n")
+    assert cfg.analyzers.codename_max_changeset == 3
+    ev = list(codenames.analyze(repo, build_corpus(repo, cfg.corpus), cfg))
+    assert sorted(e.path for e in ev) == ["small/g0.py", "small/g1.py", "small/g2.py"]
+    wide = parse_config(CONFIG + "codename_max_changeset = 4\n")
+    assert len(list(codenames.analyze(repo, build_corpus(repo, wide.corpus), wide))) == 7
+
+
+def test_codename_max_changeset_must_be_positive():
+    with pytest.raises(InputError, match=r"analyzers\.codename_max_changeset: must be > 0, not 0"):
+        parse_config(CONFIG + "codename_max_changeset = 0\n")
 
 
 def _head(root):

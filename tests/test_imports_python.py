@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from analyzer_helpers import graph_of, make_repo
 
+from repoguard.analyzers import imports as imports_analyzer
 from repoguard.analyzers.imports import carriers, reason
 from repoguard.analyzers.imports_lang import RawImport, extract
 
@@ -130,3 +131,18 @@ def test_stdlib_names_are_not_captured_by_other_projects_folders(tmp_path):
     # Inside its own root a script still shadows nothing it does not own: svc/run.py's folder has
     # no string.py, so `import string` is the standard library.
     assert not [e for e in edges if e[0] == "svc/run.py"]
+
+
+def test_large_strongly_connected_components_do_not_collapse(tmp_path, monkeypatch):
+    """A component over MAX_CYCLE files keeps per-file hops: a ring of one-way imports is not a
+    cycle whose members all import the secret's importer."""
+    monkeypatch.setattr(imports_analyzer, "MAX_CYCLE", 3)
+    ring = {f"r{i}.py": f"import r{(i + 1) % 5}\n" for i in range(5)}
+    ring["r0.py"] += "import secret.core\n"
+    repo = make_repo(tmp_path / "r", {"secret/core.py": "", **ring})
+    ig, _ = graph_of(repo)
+    assert sorted(carriers(ig, ["secret/core.py"], 1)) == ["r0.py"]
+    assert carriers(ig, ["secret/core.py"], 2)["r4.py"] == (2, ["r4.py", "r0.py", "secret/core.py"])
+    monkeypatch.setattr(imports_analyzer, "MAX_CYCLE", 5)
+    ig, _ = graph_of(repo)  # the collapse is computed once per graph
+    assert sorted(carriers(ig, ["secret/core.py"], 1)) == [f"r{i}.py" for i in range(5)]

@@ -3,7 +3,11 @@
 Where a codename is looked for: the comments, docstrings and string literals of source files
 (extracted with tree-sitter; code identifiers themselves are not prose), the whole text of
 documentation files (Markdown, reStructuredText, plain text), and the messages of commits that
-touched the file (bulk commits over `cochange_max_changeset` files are skipped).
+touched the file — only commits of at most `analyzers.codename_max_changeset` files (default 10).
+A message is one observation, not a repeated one like co-change's five shared commits, and the
+bigger the commit the more likely a codename in its body is a passing mention ("I left anything in
+`red-knot`" in a 30-file astral-sh/ruff commit tied all 22 of its corpus files), so the bound is
+tighter than co-change's bulk-commit bound of 30.
 
 How: identifiers in that text are split first (snake_case, camelCase, dots, slashes, so
 `bluefin_signal`, `BluefinSignal` and `trading.bluefin` all contain the word "bluefin"), then a
@@ -228,10 +232,12 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
                 continue  # the secret's own files: `declared` ties them already
             yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}")
     if commit_messages:
-        yield from _commit_messages(repo, matcher, set(files), own, config.analyzers.cochange_max_changeset)
+        yield from _commit_messages(repo, matcher, set(files), own, config.analyzers.codename_max_changeset)
 
 
 def _commit_messages(repo, matcher: Matcher, files: set[str], own: dict, max_changeset: int) -> Iterator[Evidence]:
+    """Evidence for files touched by a commit of at most `max_changeset` files whose message
+    mentions a codename (module doc), citing the oldest such commit."""
     hist = load_history(repo)
     first: dict[tuple[str, str], tuple[str, str]] = {}
     for c in reversed(hist.commits):  # oldest first: cite the commit that introduced the name

@@ -50,6 +50,10 @@ def _strip_json_comments(text: str) -> str:
 
 
 
+# The only files a Resolver reads (through `read`); with the set of paths and the Java packages
+# they are everything a resolution depends on besides the importer and its imports.
+PROJECT_FILES = frozenset({"tsconfig.json", "jsconfig.json", "package.json", "go.mod", "Cargo.toml"})
+
 # Top-level names of the standard library (Python ≥ 3.10); `__future__` included.
 _STDLIB = frozenset(sys.stdlib_module_names)
 
