@@ -168,7 +168,7 @@ class plan:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.accounting.ledger import spent, verify
+        from repoguard.accounting.ledger import spent, spent_pairs, verify
         from repoguard.commands.plan import _Progress, plan_summary
         from repoguard.incidence import load_incidence
         from repoguard.plan import build_plan, save_plan
@@ -187,7 +187,8 @@ class plan:
         inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
         prog = _Progress() if ctx.settings.show_progress else None
         try:
-            p = build_plan(inc, ledger_spent=before, progress=prog, **params)
+            p = build_plan(inc, ledger_spent=before, ledger_pairs=spent_pairs(ctx.ledger), progress=prog,
+                           **params)
         finally:
             if prog is not None:
                 prog.close()

@@ -22,9 +22,11 @@ class SecretPlan:
     """What one secret gets from the plan.
 
     `achieved_bound`: posterior bound on reconstruction after this run *and* what the ledger says
-    was spent before (Hush Lemma 3.2); `binding`: which bound gave it ("kl" or "renyi:α");
-    `kl_spent` (nats) and `renyi_spent` ({α: nats}) are this run's divergences, T steps composed;
-    `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i."""
+    was spent before (Hush Lemma 3.2); `binding`: which bound gave it ("kl", "renyi:α" or
+    "pld:ε", the Neyman–Pearson bound of `accounting/pld.py`); `kl_spent` (nats) and
+    `renyi_spent` ({α: nats}) are this run's divergences, T steps composed; `pair` this run's
+    dominating pair for the ledger (`pld.pair_record`; None when no example of the secret can be
+    sampled); `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i."""
 
     id: str
     p: float
@@ -35,6 +37,7 @@ class SecretPlan:
     renyi_spent: dict[str, float]
     n_examples: int
     sum_w: float
+    pair: dict | None = None
 
 
 @dataclass
@@ -110,13 +113,15 @@ def load_plan(out_dir: str | Path) -> Plan:
 # -- building a plan (Hush Alg. 2 lines 1–5) ------------------------------------------------------
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
-               ledger_spent: dict | None = None, sweep=None, progress=None) -> Plan:
+               ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
+               progress=None) -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
     by `weighting.pick_c`); ρ = B·w/Σw [Hush Alg. 2]; σ the smallest noise multiplier keeping
     every secret's *cumulative* bound (`ledger_spent` from `accounting.ledger.spent`, plus this
-    run) ≤ r_j. Also computes the σ the paper's KL accountant would need.
+    run) ≤ r_j; `ledger_pairs` (from `accounting.ledger.spent_pairs`) lets the Neyman–Pearson
+    bound compose earlier runs too. Also computes the σ the paper's KL accountant would need.
 
     `Plan.extra` keys: "lp" (solver, iterations, gap, objective, seconds, sizes), "calibration"
     (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are
@@ -144,6 +149,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     caps = secret_caps(p, r, cap)
     alphas = tuple(DEFAULT_ALPHAS)
     skl, sre = _spent_arrays(secrets, ledger_spent or {}, alphas)
+    hist = _spent_pairs(secrets, ledger_pairs or {})
     csc = incidence.matrix.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
 
@@ -156,7 +162,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         rho = np.minimum(rho, 1.0)
         try:
             cal = calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
-                            alphas=alphas, spent_kl=skl, spent_renyi=sre, progress=progress)
+                            alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist, progress=progress)
         except Infeasible as exc:
             raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
         return lp, rho, cal
@@ -183,20 +189,27 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         lp, rho, cal = results[chosen]
     if cal is None:
         raise InputError(_too_big(batch_size, lp.w))
+    from repoguard.accounting.pld import pair_record
+
     ev = cal.evals
     plans = []
+    records: dict[int, dict | None] = {}          # secrets sharing a ρ multiset share a record
     for j, s in enumerate(secrets):
         ren = {f"{a:g}": float(v) for a, v in zip(alphas, ev.renyi[j]) if math.isfinite(v)}
+        mix, a_run, t_run = cal.pairs[j]
+        if id(mix) not in records:
+            records[id(mix)] = pair_record(mix, a_run, t_run) if mix.n > 0 else None
         plans.append(SecretPlan(id=s.id, p=s.p, r=s.r, achieved_bound=float(ev.bound[j]),
                                 binding=ev.binding[j], kl_spent=float(ev.kl[j]), renyi_spent=ren,
-                                n_examples=int(cols[j].size), sum_w=float(lp.w[cols[j]].sum())))
+                                n_examples=int(cols[j].size), sum_w=float(lp.w[cols[j]].sum()),
+                                pair=records[id(mix)]))
     extra = {"lp": lp.stats(), "calibration": cal.stats, "alphas": list(alphas),
              "sweep": [dict(vars(row)) for row in rows], "c_rule": "maximise sum_w / sigma" if rows else "given",
              "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
     if accountant != "kl":
         try:
             kl_sigma = calibrate([rho[ix] for ix in cols], p, r, steps, method="kl", adjacency=adjacency,
-                                 alphas=alphas, spent_kl=skl, spent_renyi=sre).sigma
+                                 alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma
         except Infeasible:
             kl_sigma = float("inf")
         extra["sigma_paper_kl"] = kl_sigma
@@ -235,6 +248,19 @@ def _spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.n
         skl[j] = kl
         sre[j] = [ren.get(f"{a:g}", float("inf")) for a in alphas]
     return skl, sre
+
+
+def _spent_pairs(secrets, ledger_pairs: dict) -> list:
+    """Earlier runs' pairs aligned with `secrets`: a tuple of (Mixture, a, steps) per secret, or
+    None where the ledger spent without recording them (older entries). Secrets the ledger
+    never saw get () (nothing spent)."""
+    from repoguard.accounting.pld import pair_from_record
+
+    out = []
+    for s in secrets:
+        recs = ledger_pairs.get(s.id, [])
+        out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
+    return out
 
 
 def _too_big(batch_size: float, w: np.ndarray) -> str:

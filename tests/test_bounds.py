@@ -14,11 +14,13 @@ from repoguard.weighting import binary_kl
 def test_single_gaussian_oracle(p, sigma):
     """r = Φ(Φ⁻¹(p) + 1/σ) is exact for one Gaussian [Hayes et al. 2023; SecPE Lemma 3.2]."""
     exact = norm.cdf(norm.ppf(p) + 1 / sigma)
-    bounds = {m: reconstruction_bound([1.0], sigma, 1, p, m) for m in ("kl", "renyi", "best")}
+    bounds = {m: reconstruction_bound([1.0], sigma, 1, p, m) for m in ("kl", "renyi", "pld", "best")}
     for m, b in bounds.items():
         assert b >= exact, m
     assert bounds["best"] <= 2 * exact
-    assert bounds["best"] == min(bounds["kl"], bounds["renyi"])
+    assert bounds["best"] == min(bounds["kl"], bounds["renyi"], bounds["pld"])
+    # the Neyman–Pearson bound is the exact answer up to its loss grid
+    assert bounds["pld"] <= exact * 1.01
 
 
 def test_renyi_far_tighter_than_kl_for_small_priors():

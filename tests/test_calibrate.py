@@ -47,9 +47,17 @@ def test_best_needs_least_noise_and_replace_doubles():
 def test_spent_budget_raises_sigma_and_exhaustion_is_infeasible():
     rhos, p, r = [np.full(3, 0.02)], np.array([1e-10]), np.array([1e-3])
     fresh = calibrate(rhos, p, r, 200)
-    again = calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi)
+    again = calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi,
+                      spent_pairs=[(fresh.pairs[0],)])
     assert again.sigma > fresh.sigma
     assert again.evals.bound[0] <= r[0]
+    # the first run had less noise than 400 steps in one run need, so the second needs more
+    assert again.sigma >= calibrate(rhos, p, r, 400).sigma * (1 - 1e-4)
+    # without the earlier run's pair the Neyman–Pearson bound cannot be composed, and the
+    # divergences that run spent (at a σ certified by that bound) leave nothing
+    if fresh.evals.binding[0].startswith("pld"):
+        with pytest.raises(Infeasible):
+            calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi)
     with pytest.raises(Infeasible) as exc:
         calibrate(rhos, p, r, 200, spent_kl=np.array([1.0]), spent_renyi=np.full((1, len(fresh.alphas)), 50.0))
     assert exc.value.secrets == [0]

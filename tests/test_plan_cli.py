@@ -53,7 +53,14 @@ def test_plan_writes_a_consistent_plan(project, capsys):
         rows = inc.examples_of(s.id)
         assert s.n_examples == len(rows)
         indep = reconstruction_bound(plan.rho[rows], plan.sigma, plan.steps, s.p, "best")
-        assert s.achieved_bound == pytest.approx(indep, rel=1e-6)
+        assert s.achieved_bound >= indep * (1 - 1e-9)           # never tighter than the best bound
+        if s.binding.startswith("pld"):
+            # certified on a coarser loss grid or for a batch's envelope: valid, a little looser
+            assert s.achieved_bound <= indep * 1.05
+        else:
+            # the Neyman–Pearson bound is computed only where the divergence bounds miss r
+            fdiv = min(reconstruction_bound(plan.rho[rows], plan.sigma, plan.steps, s.p, m) for m in ("kl", "renyi"))
+            assert s.achieved_bound == pytest.approx(fdiv, rel=1e-6)
     assert ids
 
 

@@ -81,27 +81,39 @@ def best_renyi_bound(divergences: np.ndarray, alphas, prior) -> tuple[np.ndarray
     return np.take_along_axis(b, idx[..., None], axis=-1)[..., 0], idx
 
 
+METHODS = ("best", "kl", "renyi", "pld")
+
+
 def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: str = "best", *,
                          adjacency: str = "zero-out", alphas=None) -> float:
     """Posterior bound on reconstructing one secret after `steps` steps [Hush Lemma 3.2].
 
     `rhos`: sampling probabilities ρ_i of the examples carrying the secret; `sigma`: noise
     multiplier; `prior`: p in (0, 1). `method`: "kl" (the paper: kl(q‖p) ≥ T·KL), "renyi" (the
-    Hellinger family, minimum over the α grid) or "best" (minimum of all). Each divergence is the
-    larger of the two directions P‖Q, Q‖P. Raises ValueError on bad arguments."""
+    Hellinger family, minimum over the α grid), "pld" (the Neyman–Pearson bound min_ε e^ε p +
+    δ_T(ε) from the composed privacy-loss distribution, `pld.py`) or "best" (minimum of all).
+    Each bound takes the larger of the two directions P‖Q, Q‖P. Raises ValueError on bad
+    arguments."""
     from repoguard.accounting.divergences import DEFAULT_ALPHAS, _a, mixture, step_divergences
+    from repoguard.accounting.pld import pld_bound
 
-    if method not in ("best", "kl", "renyi"):
-        raise ValueError(f"unknown method {method!r} (known: best, kl, renyi)")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     if not 0 < prior < 1:
         raise ValueError("prior p must lie in (0, 1)")
+    if steps < 1:
+        raise ValueError("steps must be ≥ 1")
     al = np.asarray(DEFAULT_ALPHAS if alphas is None else alphas, float)
     a = _a(sigma, adjacency)
-    sd = step_divergences(mixture(rhos), a, al if method != "kl" else (), kl=method != "renyi")
+    mix = mixture(rhos)
     out = 1.0
-    if method in ("best", "kl"):
-        out = min(out, float(kl_bound(steps * max(sd.kl), prior)))
-    if method in ("best", "renyi"):
-        d = steps * np.array([max(sd.renyi[float(x)]) for x in al])
-        out = min(out, float(best_renyi_bound(d, al, prior)[0]))
+    if method in ("best", "kl", "renyi"):
+        sd = step_divergences(mix, a, al if method != "kl" else (), kl=method != "renyi")
+        if method in ("best", "kl"):
+            out = min(out, float(kl_bound(steps * max(sd.kl), prior)))
+        if method in ("best", "renyi"):
+            d = steps * np.array([max(sd.renyi[float(x)]) for x in al])
+            out = min(out, float(best_renyi_bound(d, al, prior)[0]))
+    if method in ("best", "pld"):
+        out = min(out, float(pld_bound(mix, a, steps, prior)[0][0]))
     return out

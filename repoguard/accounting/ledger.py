@@ -7,7 +7,14 @@ format version 1): one JSON object per line,
 
     {"v": 1, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),
      "plan_digest", "sigma", "batch_size", "steps", "steps_completed", "status", "accountant",
-     "adjacency", "secrets": {id: {"kl": nats, "renyi": {"α": nats}}}, "hash": <sha256>}
+     "adjacency", "secrets": {id: {"kl": nats, "renyi": {"α": nats}, "pair": {...} | null}},
+     "hash": <sha256>}
+
+"pair" is the run's dominating pair of that secret (`pld.pair_record`: a = s/σ, the steps
+completed, the mixing law), so that a later plan can compose the privacy-loss distributions of
+all runs for the Neyman–Pearson bound (`pld.py`); null when the secret could not be sampled.
+Entries written before pairs were recorded lack the key; the secret's earlier runs then count
+as unknown to that bound, and only the divergences are used.
 
 `hash` is the SHA-256 of the entry's canonical JSON (sorted keys, no spaces) without "hash";
 `prev` chains it to the entry before, so an edit, a deletion or a reordering anywhere breaks the
@@ -160,8 +167,12 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     frac = steps_completed / plan.steps
     secrets = {}
     for s in plan.secrets:
+        pair = dict(getattr(s, "pair", None) or {}) or None
+        if pair is not None:
+            pair["steps"] = int(steps_completed)
         secrets[s.id] = {"kl": s.kl_spent * frac,
-                         "renyi": {a: v * frac for a, v in s.renyi_spent.items() if _finite(v)}}
+                         "renyi": {a: v * frac for a, v in s.renyi_spent.items() if _finite(v)},
+                         "pair": pair if steps_completed > 0 else None}
     with _locked(path):
         check = verify(path)
         if not check["ok"]:
@@ -206,3 +217,34 @@ def spent(ledger_path: str | Path) -> dict[str, tuple[float, dict[str, float]]]:
             ren = r if ren is None else {a: ren[a] + r[a] for a in ren.keys() & r.keys()}
             out[sid] = (kl + float(d.get("kl", 0.0)), ren)
     return {k: (v[0], v[1] or {}) for k, v in out.items()}
+
+
+def spent_pairs(ledger_path: str | Path) -> dict[str, list[dict] | None]:
+    """Each secret's earlier runs as pair records ({"a", "steps", "m", "logw", "n"}), from the
+    last entry of every run id; None for a secret some counted entry spent on without recording
+    its pair. Raises PolicyError if the ledger fails verification."""
+    path = Path(ledger_path)
+    check = verify(path)
+    if not check["ok"]:
+        raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
+                          "refusing to plan against it")
+    return pairs_of(read_entries(path))
+
+
+def pairs_of(entries: list[dict], skip_run: str | None = None) -> dict[str, list[dict] | None]:
+    """`spent_pairs` over already-read entries, leaving out run id `skip_run`."""
+    last: dict[str, dict] = {}
+    for e in entries:
+        if e.get("run_id") != skip_run:
+            last[e["run_id"]] = e
+    out: dict[str, list[dict] | None] = {}
+    for e in last.values():
+        for sid, d in e.get("secrets", {}).items():
+            have = out.get(sid, [])
+            if "pair" not in d:
+                out[sid] = None if float(d.get("kl", 0.0)) > 0 or have is None else have
+                continue
+            if have is not None and d["pair"] is not None:
+                have = have + [d["pair"]]
+            out[sid] = have
+    return out

@@ -24,7 +24,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from repoguard.accounting.ledger import spent, verify
+    from repoguard.accounting.ledger import spent, spent_pairs, verify
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.errors import InputError
     from repoguard.incidence import load_incidence
@@ -50,7 +50,7 @@ def run(args) -> int:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          progress=progress)
+                          ledger_pairs=spent_pairs(out / "ledger.jsonl"), progress=progress)
     finally:
         if progress is not None:
             progress.close()

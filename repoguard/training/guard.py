@@ -71,7 +71,9 @@ class LedgerGuard:
                               "recorded after this plan was made; its σ no longer keeps every secret's "
                               "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
                               "interrupted run of this plan)")
-        over = exceeded(plan, spent_by_others(entries, own_run))
+        from repoguard.accounting.ledger import pairs_of
+
+        over = exceeded(plan, spent_by_others(entries, own_run), pairs_of(entries, own_run))
         if over:
             desc = ", ".join(f"{sid} (bound {b:.3g} > r {r:.3g})" for sid, b, r in over[:5])
             raise PolicyError(f"{self.path}: this run would exceed the privacy ledger for "
@@ -100,12 +102,17 @@ def spent_by_others(entries: list[dict], own_run: str | None) -> dict[str, tuple
     return {k: (v[0], v[1] or {}) for k, v in out.items()}
 
 
-def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]]) -> list[tuple[str, float, float]]:
+def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
+             prior_pairs: dict[str, list[dict] | None] | None = None) -> list[tuple[str, float, float]]:
     """Secrets whose bound after `prior` spending plus this plan exceeds r: [(id, bound, r)].
 
     The bound is the minimum of the KL bound and the Rényi bounds over the plan's orders
-    [Hush Lemma 3.2], on divergences summed across runs."""
+    [Hush Lemma 3.2], on divergences summed across runs, and, where those miss r, the
+    Neyman–Pearson bound of the plan's pair composed with the earlier runs' pairs
+    (`prior_pairs`, from `ledger.pairs_of`; accounting/pld.py)."""
     from repoguard.accounting.bounds import kl_bound, renyi_bound
+    from repoguard.accounting.calibrate import PLD_H
+    from repoguard.accounting.pld import pair_from_record, pld_bound
 
     over = []
     for s in plan.secrets:
@@ -115,6 +122,15 @@ def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]]) -> list[tup
             if not math.isfinite(v) or (s.id in prior and str(a) not in ren0):
                 continue
             bound = min(bound, float(renyi_bound(v + ren0.get(str(a), 0.0), float(a), s.p)))
+        hist = (prior_pairs or {}).get(s.id, [])
+        pair = getattr(s, "pair", None)
+        if bound > s.r * (1 + _TOL) and pair is not None and hist is not None:
+            mix, a_run, t_run = pair_from_record(pair)
+            history = tuple(pair_from_record(d) for d in hist)
+            for h in PLD_H:                            # coarse first; both are upper bounds
+                bound = min(bound, float(pld_bound(mix, a_run, t_run, s.p, h=h, history=history)[0][0]))
+                if bound <= s.r * (1 + _TOL):
+                    break
         if bound > s.r * (1 + _TOL):
             over.append((s.id, bound, s.r))
     return over
