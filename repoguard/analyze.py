@@ -174,7 +174,9 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     t0 = time.perf_counter()
     corpus = build_corpus(repo, config.corpus)
     t_corpus = time.perf_counter() - t0
-    caches = load_caches(out, ("imports", "codenames"))
+    # Only the sections of the analyzers that run: a loaded section nobody uses would be pruned
+    # empty on save (`--only codenames` wiped the imports cache); the others are kept as they are.
+    caches = load_caches(out, [n for n in ("imports", "codenames") if n in names])
     evidence, seconds, extra = run_analyzers(repo, corpus, config, names=names, caches=caches)
     secrets = declared_secrets(config) + extra
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence)

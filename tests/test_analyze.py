@@ -141,3 +141,18 @@ def test_load_caches_reads_every_section_from_one_file(tmp_path):
     assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}
     (tmp_path / CACHE_FILE).write_text("{not json")
     assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}
+
+
+def test_analyze_only_keeps_the_other_analyzers_cache(fixture_repo_copy):
+    """`analyze --only codenames` neither uses nor prunes the imports cache of a full run."""
+    from repoguard.analyze import CACHE_FILE
+    from repoguard.cli import main
+
+    root = fixture_repo_copy
+    assert main(["analyze", "-q", str(root)]) == 0
+    cache = root / ".repoguard" / CACHE_FILE
+    before = json.loads(cache.read_text())
+    assert before["imports"] and before["codenames"]
+    assert main(["analyze", "-q", "--only", "codenames", str(root)]) == 0
+    after = json.loads(cache.read_text())
+    assert after["imports"] == before["imports"] and after["codenames"] == before["codenames"]
