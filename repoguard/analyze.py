@@ -56,22 +56,46 @@ class TrackingCache(dict):
         super().__setitem__(key, value)
 
 
-def load_caches(out: Path, names: Sequence[str]) -> dict[str, TrackingCache]:
+class CacheSections(dict):
+    """name → TrackingCache for the sections asked for; `others` keeps the file's remaining
+    sections as read, so that saving writes them back without decoding the file again."""
+
+    def __init__(self, caches: dict, others: dict) -> None:
+        super().__init__(caches)
+        self.others = others
+
+
+def _read_cache(out: Path) -> dict:
+    """The decoded OUT/cache/analyzers.json ({} when absent, unreadable or of another format)."""
+    try:
+        data = json.loads((out / CACHE_FILE).read_text())
+        if isinstance(data, dict) and data.get("format_version") == FORMAT_VERSION:
+            return data
+    except (OSError, ValueError):
+        pass
+    return {}
+
+
+def load_caches(out: Path, names: Sequence[str]) -> CacheSections:
     """The cache sections `names` of OUT/cache/analyzers.json (empty when absent or unreadable),
     from one read: the file is megabytes on a large repo (8.6 MB for astral-sh/ruff) and decoding
     it once per section was a quarter of the warm pre-commit hook."""
+    data = _read_cache(out)
+    others = {k: v for k, v in data.items() if k not in names and k != "format_version"}
     try:
-        data = json.loads((out / CACHE_FILE).read_text())
-        if data.get("format_version") == FORMAT_VERSION:
-            return {n: TrackingCache(data.get(n, {})) for n in names}
-    except (OSError, ValueError, AttributeError):
-        pass
-    return {n: TrackingCache() for n in names}
+        return CacheSections({n: TrackingCache(data.get(n, {})) for n in names}, others)
+    except (TypeError, ValueError):  # a section that is not a mapping: start it afresh
+        return CacheSections({n: TrackingCache() for n in names}, others)
 
 
 def save_cache(out: Path, caches: dict[str, TrackingCache], *, prune: bool = True) -> None:
-    """Write the caches; with `prune`, only the entries this run used (stale blobs go)."""
-    atomic_write_json(out / CACHE_FILE, {"format_version": FORMAT_VERSION, **{
+    """Write the caches; with `prune`, only the entries this run used (stale blobs go).
+
+    Sections of the file that `caches` lacks are written back unchanged: the pre-commit hook
+    loads only the sections it needs, and must not drop what `repoguard analyze` cached."""
+    others = caches.others if isinstance(caches, CacheSections) else _read_cache(out)
+    kept = {k: v for k, v in others.items() if k not in caches and k != "format_version"}
+    atomic_write_json(out / CACHE_FILE, {**kept, "format_version": FORMAT_VERSION, **{
         k: ({x: c[x] for x in c.used if dict.__contains__(c, x)} if prune else dict(c))
         for k, c in caches.items()}})
 
@@ -150,7 +174,9 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     t0 = time.perf_counter()
     corpus = build_corpus(repo, config.corpus)
     t_corpus = time.perf_counter() - t0
-    caches = load_caches(out, ("imports", "codenames"))
+    # Only the sections of the analyzers that run: a loaded section nobody uses would be pruned
+    # empty on save (`--only codenames` wiped the imports cache); the others are kept as they are.
+    caches = load_caches(out, [n for n in ("imports", "codenames") if n in names])
     evidence, seconds, extra = run_analyzers(repo, corpus, config, names=names, caches=caches)
     secrets = declared_secrets(config) + extra
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence)

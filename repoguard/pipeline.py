@@ -198,15 +198,7 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
         t0 = time.perf_counter()
         info = stage.execute(ctx)
         secs = time.perf_counter() - t0
-        ctx.infos[name] = info
-        ctx.ran.append(name)
-        ctx.state.setdefault("stages", {})[name] = {
-            "inputs": key, "outputs": stage.outputs(ctx), "seconds": round(secs, 3),
-            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "info": info, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "inputs_detail": inputs,
-        }
-        save_state(ctx)
+        _record(ctx, name, stage, key=key, inputs=inputs, info=info, seconds=secs)
         say(f"[{n}/{len(order)}] {name}: done in {secs:.1f} s{stage.describe(info)}")
         if name == "scan" and settings.fail_on_findings and info.get("findings"):
             raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
@@ -214,24 +206,46 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
     return summarize(ctx)
 
 
+def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dict, seconds: float) -> None:
+    """Note stage `name` as run in this run and save its state record (after every stage, so a
+    failure keeps what finished)."""
+    ctx.infos[name] = info
+    if name in ctx.skipped:
+        ctx.skipped.remove(name)
+    if name not in ctx.ran:
+        ctx.ran.append(name)
+    ctx.state.setdefault("stages", {})[name] = {
+        "inputs": key, "outputs": stage.outputs(ctx), "seconds": round(seconds, 3),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "info": info, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inputs_detail": inputs,
+    }
+    save_state(ctx)
+
+
 def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
-    """Training must start from a plan made against the ledger's current head (guard.py)."""
+    """Training must start from a plan made against the ledger's current head (guard.py).
+
+    The plan's own input is the last entry of *other* runs, so after this directory's training
+    appended to the ledger the plan stage reads as unchanged and is skipped, yet the trainer would
+    refuse it. It is re-made here, recorded as run (summary, state, seconds) and a line says so:
+    the "plan: unchanged, skipped" line printed before no longer describes the plan trained on."""
+    from repoguard.accounting.ledger import read_entries
     from repoguard.plan import load_plan
 
     head, _ = ledger_heads(ctx.ledger, set())
-    if load_plan(ctx.out).extra.get("ledger_head", head) != head:
-        ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
-        stage = st.STAGE_FUNCS["plan"]
-        info = stage.execute(ctx)
-        ctx.infos["plan"] = info
-        if "plan" in ctx.skipped:
-            ctx.skipped.remove("plan")
-            ctx.ran.append("plan")
-        rec = ctx.state["stages"]["plan"]
-        rec.update(outputs=stage.outputs(ctx), info=info)
-        save_state(ctx)
-        return digest(st.STAGE_FUNCS["train"].inputs(ctx))
-    return train_key
+    if load_plan(ctx.out).extra.get("ledger_head", head) == head:
+        return train_key
+    ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
+    stage = st.STAGE_FUNCS["plan"]
+    t0 = time.perf_counter()
+    info = stage.execute(ctx)
+    secs = time.perf_counter() - t0
+    inputs = stage.inputs(ctx)
+    _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs)
+    ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
+            f"in {secs:.1f} s{stage.describe(info)}")
+    return digest(st.STAGE_FUNCS["train"].inputs(ctx))
 
 
 def save_state(ctx: Context) -> None:

@@ -134,7 +134,25 @@ def test_load_caches_reads_every_section_from_one_file(tmp_path):
     save_cache(tmp_path, load_caches(tmp_path, ["imports"]) | {"codenames": {"k": 1}}, prune=False)
     got = load_caches(tmp_path, ["imports", "codenames", "other"])
     assert {n: dict(c) for n, c in got.items()} == {"imports": {}, "codenames": {"k": 1}, "other": {}}
+    # a plain dict of sections (no `others` from load_caches): the file's other sections stay
+    save_cache(tmp_path, {"imports": {"i": 2}}, prune=False)
+    assert json.loads((tmp_path / CACHE_FILE).read_text())["codenames"] == {"k": 1}
     (tmp_path / CACHE_FILE).write_text(json.dumps({"format_version": FORMAT_VERSION + 1, "codenames": {"k": 1}}))
     assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}
     (tmp_path / CACHE_FILE).write_text("{not json")
     assert dict(load_caches(tmp_path, ["codenames"])["codenames"]) == {}
+
+
+def test_analyze_only_keeps_the_other_analyzers_cache(fixture_repo_copy):
+    """`analyze --only codenames` neither uses nor prunes the imports cache of a full run."""
+    from repoguard.analyze import CACHE_FILE
+    from repoguard.cli import main
+
+    root = fixture_repo_copy
+    assert main(["analyze", "-q", str(root)]) == 0
+    cache = root / ".repoguard" / CACHE_FILE
+    before = json.loads(cache.read_text())
+    assert before["imports"] and before["codenames"]
+    assert main(["analyze", "-q", "--only", "codenames", str(root)]) == 0
+    after = json.loads(cache.read_text())
+    assert after["imports"] == before["imports"] and after["codenames"] == before["codenames"]

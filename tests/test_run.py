@@ -245,3 +245,41 @@ def test_run_targets_spend_a_fraction_of_the_remaining_headroom():
     assert 1e-6 < b0 < 1e-2 and rb.r == pytest.approx(b0 + 0.5 * (1e-2 - b0))
     assert rc.r == 1e-4                     # over budget already: unchanged, refused by the plan
     assert run_targets([a, b, c], spent, 1.0) == [a, b, c]
+
+
+@pytest.mark.slow
+def test_replan_against_a_moved_ledger_is_reported_as_run(fixture_repo_copy, capsys):
+    """The first run's training appends to the ledger; the plan's input (the last entry of other
+    runs) is unchanged, so the next run skips the plan stage, and a changed training flag makes
+    train re-plan against the moved ledger. The output must say the plan was re-made (a line after
+    "plan: unchanged, skipped", the summary's `ran`, the state's record and seconds)."""
+    from repoguard.accounting.ledger import read_entries
+    from repoguard.config import load_config
+    from repoguard.gitrepo import open_repo
+    from repoguard.pipeline import RunSettings, run_pipeline
+
+    repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
+    half = ["--budget-fraction", "0.5"]  # leaves budget for the second run's plan
+    rc, s1, err = _run(capsys, *FAST, *half, str(repo))
+    assert rc == 0, err
+    first = json.loads((out / "run_state.json").read_text())["stages"]
+    n_entries = len(read_entries(out / "ledger.jsonl"))
+    assert n_entries >= 1
+
+    lines: list[str] = []
+    cfg = repo / "repoguard.toml"
+    settings = RunSettings(steps=10, batch_size=8.0, seed=0, max_length=96, budget_fraction=0.5, show_progress=False)
+    s2 = run_pipeline(open_repo(repo), load_config(cfg), config_path=str(cfg), out=out, settings=settings,
+                      say=lines.append)
+    assert "[3/5] plan: unchanged, skipped" in lines, lines
+    skipped = lines.index("[3/5] plan: unchanged, skipped")
+    replanned = [i for i, x in enumerate(lines) if x.startswith(
+        f"       plan: re-planned against the ledger ({n_entries} entries) in ")]
+    assert replanned and skipped < replanned[0] < lines.index("[4/5] train …"), lines
+    assert f"σ = {s2['sigma']:.4g}" in lines[replanned[0]]
+    assert s2["ran"] == ["plan", "train", "report"] and s2["skipped"] == ["scan", "analyze"]
+    assert s2["sigma"] > s1["sigma"]                        # the moved ledger leaves less budget
+    plan_rec = json.loads((out / "run_state.json").read_text())["stages"]["plan"]
+    assert plan_rec["info"]["sigma"] == s2["sigma"] and plan_rec["seconds"] == s2["seconds"]["plan"]
+    # the record is the re-plan's, not the first run's (made before that run trained and reported)
+    assert plan_rec["finished"] >= first["report"]["finished"] > first["plan"]["finished"]

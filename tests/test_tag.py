@@ -1,6 +1,7 @@
 """The tagging hook: incremental manifest updates, exit codes, and the hook through pre-commit."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -144,3 +145,27 @@ def test_credentials_in_staged_content(fixture_repo_copy, monorepo_module):
     repo = GitRepo(root)
     expected = {credentials.secret_id(f) for f in credentials.scan(repo, [src], cfg)}
     assert r.changed and expected and {s for s, a in entry.items() if a == ["credentials"]} >= expected
+
+
+def test_hook_keeps_the_cache_sections_it_did_not_load(fixture_repo_copy):
+    """The hook loads only the analyzer cache sections it needs (none for imports under a light
+    hook config); saving must write back what `repoguard analyze` cached for the others."""
+    from repoguard.analyze import CACHE_FILE
+    from repoguard.cli import main
+
+    root = fixture_repo_copy
+    assert main(["analyze", "-q", str(root)]) == 0
+    cache = root / ".repoguard" / CACHE_FILE
+    before = json.loads(cache.read_text())
+    assert before["imports"] and before["codenames"]
+    hook = root / "hook.toml"  # a faster hook: no import graph
+    hook.write_text((root / "repoguard.toml").read_text().replace(
+        "[analyzers]\n", '[analyzers]\nenabled = ["declared", "codenames", "credentials"]\n', 1))
+    (root / "tools/notes.py").write_text('"""Falcon backtest notes."""\n')
+    git(root, "add", "tools/notes.py")
+    assert main(["tag", "--config", str(hook), "--repo", str(root)]) == 1
+    after = json.loads(cache.read_text())
+    assert set(after) == set(before)
+    assert after["imports"] == before["imports"]
+    # the hook did save: the new blob's codenames are cached next to the analyze run's
+    assert set(after["codenames"]) > set(before["codenames"])
