@@ -56,6 +56,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--c", type=float, default=1.0, help="LP scale c")
+    ap.add_argument("--cap", choices=("kl", "gdp"), default="kl",
+                    help="LP caps: kl (Hush eq. 1, the paper's) or gdp (SecPE eq. 6)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--solver", default="auto")
     ap.add_argument("--baseline-sample", type=int, default=100)
@@ -66,7 +68,8 @@ def main() -> None:
     rng = np.random.default_rng(a.seed)
     n_ex, n_sec = int(1.7e6 * a.scale), int(1e5 * a.scale)
     batch, steps = 2048 * a.scale, 2000
-    out: dict = {"scale": a.scale, "examples": n_ex, "secrets": n_sec, "B": batch, "T": steps, "c": a.c}
+    out: dict = {"scale": a.scale, "examples": n_ex, "secrets": n_sec, "B": batch, "T": steps, "c": a.c,
+                 "cap": a.cap}
 
     t = time.perf_counter()
     m = incidence(n_ex, n_sec, rng)
@@ -78,7 +81,7 @@ def main() -> None:
     out["nonzeros"] = int(m.nnz)
     p = np.full(n_sec, 1e-10)
     r = rng.uniform(2e-4, 1e-3, n_sec)
-    caps = secret_caps(p, r, "kl")
+    caps = secret_caps(p, r, a.cap)
 
     rss0 = peak_rss_mb()
     t = time.perf_counter()
@@ -111,12 +114,19 @@ def main() -> None:
     if a.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"setting: {n_ex:,} examples × {n_sec:,} secrets, {m.nnz:,} incidences, B = {batch:g}, T = {steps}, c = {a.c:g}")
+    print(f"setting: {n_ex:,} examples × {n_sec:,} secrets, {m.nnz:,} incidences, B = {batch:g}, T = {steps}, "
+          f"c = {a.c:g}, caps {a.cap}")
     print(f"LP ({lp.solver}): {out['lp_s']:.1f} s, {lp.iterations} iterations, gap {lp.gap:.2g}, "
           f"Σw = {w.sum():.6g}, peak RSS {out['peak_rss_mb_before_lp']:.0f} → "
           f"{out['peak_rss_mb_after_lp']:.0f} MB   (target < 300 s)")
     print(f"calibration, best: σ = {best.sigma:.5g} in {out['calibrate_best_s']:.1f} s "
-          f"({best.stats['groups']:,} groups, {best.stats['evaluations']:,} evaluations)   (target < 60 s)")
+          f"({best.stats['groups']:,} groups, {best.stats['evaluations']:,} evaluations, "
+          f"{best.stats['pld_evaluations']:,} Neyman–Pearson evaluations"
+          f"{', budget spent' if best.stats['pld_budget_spent'] else ''})   (target < 60 s)")
+    bind = {}
+    for b in best.evals.binding:
+        bind[b.split(":")[0]] = bind.get(b.split(":")[0], 0) + 1
+    print(f"binding bound per secret: {bind}")
     print(f"calibration, paper's KL: σ = {kl.sigma:.5g} in {out['calibrate_kl_s']:.1f} s")
     print(f"σ(kl)/σ(best) = {out['sigma_kl_over_best']:.2f}   (target ≥ 20); all targets met: {out['all_targets_met']}")
     print(f"baseline (independent bisection per secret, no sharing): {per * 1e3:.1f} ms/secret → "

@@ -29,7 +29,7 @@ from repoguard.accounting.pld import pld_bound
 METHODS = ("best", "kl", "renyi")
 PLD_H = (1e-2, 2e-3)     # loss-grid steps of the Neyman–Pearson bound: a cheap screen, then fine
 ENVELOPE = 64            # groups per shared Neyman–Pearson certificate
-PLD_BUDGET = 3000        # Neyman–Pearson evaluations per calibration; then divergences only
+PLD_BUDGET = 2000        # Neyman–Pearson evaluations per calibration; then divergences only
 SCREEN = 128             # groups checked one by one before the vectorised pass
 PREFETCH = 4096          # groups per vectorised check
 SIGMA_MAX = 1e6
@@ -119,6 +119,7 @@ class _Calibrator:
         self.fresh = np.array([h is not None for h in self.hist], dtype=bool)
         self.pld_evaluations = 0
         self.pld_budget = pld_budget
+        self.pld_skipped = 0          # groups that needed the bound when the budget was refused
 
     def pld(self, g: _Group, sigma: float, *, need=None) -> tuple[np.ndarray, np.ndarray]:
         """Neyman–Pearson bounds (and their ε) of g's members at σ, composed with each member's
@@ -408,6 +409,14 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
 
     settle(order[:SCREEN])                       # the likely-binding groups, one by one
     rest = order[SCREEN:]
+    if method == "best" and rest:
+        # more groups need the Neyman–Pearson bound at this σ than the budget can certify: do
+        # not start (σ then comes from the divergence bounds, as it would once the budget ran out)
+        cal.prefetch([groups[i] for i in rest], sigma)
+        need_np = sum(1 for i in rest if not cal.fdiv_ok(groups[i], sigma).all())
+        if need_np > cal.pld_budget - cal.pld_evaluations:
+            cal.pld_budget = cal.pld_evaluations
+            cal.pld_skipped = need_np
     for lo in range(0, len(rest), PREFETCH):     # everyone else: one vectorised check each
         chunk = rest[lo:lo + PREFETCH]
         cal.prefetch([groups[i] for i in chunk], sigma)
@@ -425,7 +434,8 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
         for j in g.members:
             pairs[j] = (g.mix, cal.s / sigma, steps)
     stats = {"secrets": ns, "groups": len(groups), "evaluations": cal.evaluations, "bisections": bisections,
-             "pld_evaluations": cal.pld_evaluations, "pld_budget_spent": cal.pld_evaluations >= pld_budget}
+             "pld_evaluations": cal.pld_evaluations, "pld_budget_spent": cal.pld_evaluations >= cal.pld_budget,
+             "pld_refused_groups": cal.pld_skipped}
     return Calibration(float(sigma), evals, al, stats, pairs)
 
 
