@@ -412,8 +412,10 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
     if method == "best" and rest:
         # more groups need the Neyman–Pearson bound at this σ than the budget can certify: do
         # not start (σ then comes from the divergence bounds, as it would once the budget ran out)
-        cal.prefetch([groups[i] for i in rest], sigma)
-        need_np = sum(1 for i in rest if not cal.fdiv_ok(groups[i], sigma).all())
+        # (estimated on the next chunk, the most demanding groups, so it errs towards refusing)
+        head = rest[:PREFETCH]
+        cal.prefetch([groups[i] for i in head], sigma)
+        need_np = sum(1 for i in head if not cal.fdiv_ok(groups[i], sigma).all()) * len(rest) // len(head)
         if need_np > cal.pld_budget - cal.pld_evaluations:
             cal.pld_budget = cal.pld_evaluations
             cal.pld_skipped = need_np

@@ -45,6 +45,11 @@ _TOP_TAIL = 1e-20         # each component's P-mass above the last knot is below
 _LOG_FLOOR = math.log(1e-30)   # components lighter than this are moved up onto a heavier m
 _SD_MARGIN = 30.0         # composed-window half-width in standard deviations of the sum
 _MAX_FFT = 1 << 22        # window points; a wider window is refused (the bound becomes 1)
+_MAX_KNOTS = 60_000       # one-step knots; a wider loss range (large ρ·a) is refused likewise
+
+
+class _TooWide(Exception):
+    """The one-step loss range needs more than _MAX_KNOTS knots at step h."""
 _EPS_MACH = np.finfo(float).eps
 
 
@@ -135,6 +140,8 @@ def _one_step_deltas(mix: Mixture, a: float, h: float, direction: str):
         lo = -float(L_ends[1])
         hi = -float(mix.logw[0]) if has_zero else -float(L_ends[0])
     k0, k1 = math.floor(lo / h), math.ceil(hi / h)
+    if k1 - k0 > _MAX_KNOTS:
+        raise _TooWide
     eps = np.arange(k0, k1 + 1) * h
     target = eps if direction == "remove" else -eps
     # knots beyond the loss's range: remove, ε below the least loss log π_0: δ = 1 − e^ε;
@@ -259,8 +266,12 @@ def delta_curve(mix: Mixture, a: float, steps: int, direction: str = "remove", *
         raise ValueError(f"unknown direction {direction!r}")
     if steps < 0:
         raise ValueError("steps must be ≥ 0")
-    parts = [d for d in (_discrete(m, x, t, h, direction) for m, x, t in ((mix, a, steps), *history))
-             if d is not None]
+    try:
+        parts = [d for d in (_discrete(m, x, t, h, direction) for m, x, t in ((mix, a, steps), *history))
+                 if d is not None]
+    except _TooWide:            # no bound from this method (1 is always valid); others still apply
+        eps_grid = np.arange(0, math.floor(eps_max / h) + 1) * h
+        return DeltaCurve(eps_grid, np.ones(eps_grid.size), h)
     if not parts:
         eps_grid = np.arange(0, math.floor(eps_max / h) + 1) * h
         return DeltaCurve(eps_grid, np.zeros(eps_grid.size), h)
