@@ -149,7 +149,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     caps = secret_caps(p, r, cap)
     alphas = tuple(DEFAULT_ALPHAS)
     skl, sre = _spent_arrays(secrets, ledger_spent or {}, alphas)
-    hist = _spent_pairs(secrets, ledger_pairs or {})
+    hist = _spent_pairs(secrets, ledger_spent or {}, ledger_pairs or {})
     csc = incidence.matrix.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
 
@@ -250,15 +250,15 @@ def _spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.n
     return skl, sre
 
 
-def _spent_pairs(secrets, ledger_pairs: dict) -> list:
+def _spent_pairs(secrets, ledger_spent: dict, ledger_pairs: dict) -> list:
     """Earlier runs' pairs aligned with `secrets`: a tuple of (Mixture, a, steps) per secret, or
-    None where the ledger spent without recording them (older entries). Secrets the ledger
-    never saw get () (nothing spent)."""
+    None where the ledger spent without recording them (older entries, or pairs not passed).
+    Secrets the ledger never saw get () (nothing spent)."""
     from repoguard.accounting.pld import pair_from_record
 
     out = []
     for s in secrets:
-        recs = ledger_pairs.get(s.id, [])
+        recs = ledger_pairs.get(s.id, None if s.id in ledger_spent else [])
         out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
     return out
 

@@ -144,12 +144,12 @@ def _incidence(p=1e-4, r=5e-2):
                      matrix=sp.csr_matrix(m))
 
 
-def _real_plan(ledger_path, *, head: bool):
-    from repoguard.accounting.ledger import spent, verify
+def _real_plan(ledger_path, *, head: bool, accountant: str = "best"):
+    from repoguard.accounting.ledger import spent, spent_pairs, verify
     from repoguard.plan import build_plan
 
-    plan = build_plan(_incidence(), batch_size=4.0, steps=6, clip_norm=0.5, c=1.0,
-                      ledger_spent=spent(ledger_path))
+    plan = build_plan(_incidence(), batch_size=4.0, steps=6, clip_norm=0.5, c=1.0, accountant=accountant,
+                      ledger_spent=spent(ledger_path), ledger_pairs=spent_pairs(ledger_path))
     if head:
         plan.extra["ledger_head"] = verify(ledger_path)["last_hash"]
     return plan
@@ -183,12 +183,10 @@ def test_a_run_that_would_exceed_the_ledger_is_refused(tmp_path):
                   settings=SETTINGS, ledger=guard, show_progress=False)
     assert not (tmp_path / "t2" / "adapter").exists() and len(_entries(ledger_path)) == 3
 
-    # A plan made against the current ledger (larger σ) is accepted.
-    plan2 = _real_plan(ledger_path, head=True)
-    assert plan2.sigma > plan.sigma
-    train(model=tiny()[0], seqs=seqs, pad_id=tok.pad_token_id, plan=plan2, train_dir=tmp_path / "t3",
-          settings=SETTINGS, ledger=guard, show_progress=False)
-    assert _entries(ledger_path)[-1]["status"] == "completed"
+    # A plan made against the current ledger: the first run, certified by the Neyman–Pearson
+    # bound exactly at r, left the binding secret nothing, so planning refuses it by name.
+    with pytest.raises(PolicyError, match="alpha"):
+        _real_plan(ledger_path, head=True)
 
 
 def _without_head(plan):

@@ -107,8 +107,8 @@ def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
     """Secrets whose bound after `prior` spending plus this plan exceeds r: [(id, bound, r)].
 
     The bound is the minimum of the KL bound and the Rényi bounds over the plan's orders
-    [Hush Lemma 3.2], on divergences summed across runs, and, where those miss r, the
-    Neyman–Pearson bound of the plan's pair composed with the earlier runs' pairs
+    [Hush Lemma 3.2], on divergences summed across runs, and, where those miss r and the plan's
+    accountant is "best", the Neyman–Pearson bound of the plan's pair composed with the earlier runs' pairs
     (`prior_pairs`, from `ledger.pairs_of`; accounting/pld.py)."""
     from repoguard.accounting.bounds import kl_bound, renyi_bound
     from repoguard.accounting.calibrate import PLD_H
@@ -124,7 +124,7 @@ def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
             bound = min(bound, float(renyi_bound(v + ren0.get(str(a), 0.0), float(a), s.p)))
         hist = (prior_pairs or {}).get(s.id, [])
         pair = getattr(s, "pair", None)
-        if bound > s.r * (1 + _TOL) and pair is not None and hist is not None:
+        if bound > s.r * (1 + _TOL) and pair is not None and hist is not None and plan.accountant == "best":
             mix, a_run, t_run = pair_from_record(pair)
             history = tuple(pair_from_record(d) for d in hist)
             for h in PLD_H:                            # coarse first; both are upper bounds
