@@ -168,7 +168,7 @@ class plan:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.accounting.ledger import spent, spent_pairs, verify
+        from repoguard.accounting.ledger import spending, verify
         from repoguard.commands.plan import _Progress, plan_summary
         from repoguard.incidence import load_incidence
         from repoguard.plan import build_plan, save_plan
@@ -179,7 +179,7 @@ class plan:
                 raise _input(f"--{k.replace('_', '-')}: must be > 0, not {params[k]!r}")
         inc = load_incidence(ctx.out)
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
-        before = spent(ctx.ledger)
+        before, pairs = spending(ctx.ledger)
         frac = ctx.settings.budget_fraction
         if not 0 < frac <= 1:
             raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
@@ -187,7 +187,7 @@ class plan:
         inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
         prog = _Progress() if ctx.settings.show_progress else None
         try:
-            p = build_plan(inc, ledger_spent=before, ledger_pairs=spent_pairs(ctx.ledger), progress=prog,
+            p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
                            **params)
         finally:
             if prog is not None:

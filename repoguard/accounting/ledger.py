@@ -197,23 +197,44 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     return entry
 
 
-def spent(ledger_path: str | Path) -> dict[str, tuple[float, dict[str, float]]]:
-    """What each secret has spent: {secret_id: (kl nats, {α (str): Rényi nats})}, the sum over
-    run ids of each run's last entry. An α absent from any counted entry of a secret is dropped
-    (= +inf). Raises PolicyError if the ledger fails verification."""
-    path = Path(ledger_path)
+def _verified_entries(path: Path) -> list[dict]:
     check = verify(path)
     if not check["ok"]:
         raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it")
+    return read_entries(path)
+
+
+def _last_per_run(entries: list[dict], skip_run: str | None) -> list[dict]:
+    """The last entry of every run id (a run is recorded at start, checkpoints and end)."""
     last: dict[str, dict] = {}
-    for e in read_entries(path):
-        last[e["run_id"]] = e
-    out: dict[str, tuple[float, dict[str, float]]] = {}
-    for e in last.values():
+    for e in entries:
+        if e.get("run_id") != skip_run:
+            last[e["run_id"]] = e
+    return list(last.values())
+
+
+def spending(ledger_path: str | Path) -> tuple[dict, dict]:
+    """`(spent_of(entries), pairs_of(entries))` from one verified read of the ledger. Raises
+    PolicyError if the ledger fails verification."""
+    entries = _verified_entries(Path(ledger_path))
+    return spent_of(entries), pairs_of(entries)
+
+
+def spent(ledger_path: str | Path) -> dict[str, tuple[float, dict[str, float]]]:
+    """What each secret has spent: {secret_id: (kl nats, {α (str): Rényi nats})}, the sum over
+    run ids of each run's last entry. An α absent from any counted entry of a secret is dropped
+    (= +inf). Raises PolicyError if the ledger fails verification."""
+    return spent_of(_verified_entries(Path(ledger_path)))
+
+
+def spent_of(entries: list[dict], skip_run: str | None = None) -> dict[str, tuple[float, dict[str, float]]]:
+    """`spent` over already-read entries, leaving out run id `skip_run`."""
+    out: dict[str, tuple[float, dict[str, float] | None]] = {}
+    for e in _last_per_run(entries, skip_run):
         for sid, d in e.get("secrets", {}).items():
             kl, ren = out.get(sid, (0.0, None))
-            r = {a: float(v) for a, v in d.get("renyi", {}).items()}
+            r = {str(a): float(v) for a, v in d.get("renyi", {}).items()}
             ren = r if ren is None else {a: ren[a] + r[a] for a in ren.keys() & r.keys()}
             out[sid] = (kl + float(d.get("kl", 0.0)), ren)
     return {k: (v[0], v[1] or {}) for k, v in out.items()}
@@ -223,22 +244,13 @@ def spent_pairs(ledger_path: str | Path) -> dict[str, list[dict] | None]:
     """Each secret's earlier runs as pair records ({"a", "steps", "m", "logw", "n"}), from the
     last entry of every run id; None for a secret some counted entry spent on without recording
     its pair. Raises PolicyError if the ledger fails verification."""
-    path = Path(ledger_path)
-    check = verify(path)
-    if not check["ok"]:
-        raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
-                          "refusing to plan against it")
-    return pairs_of(read_entries(path))
+    return pairs_of(_verified_entries(Path(ledger_path)))
 
 
 def pairs_of(entries: list[dict], skip_run: str | None = None) -> dict[str, list[dict] | None]:
     """`spent_pairs` over already-read entries, leaving out run id `skip_run`."""
-    last: dict[str, dict] = {}
-    for e in entries:
-        if e.get("run_id") != skip_run:
-            last[e["run_id"]] = e
     out: dict[str, list[dict] | None] = {}
-    for e in last.values():
+    for e in _last_per_run(entries, skip_run):
         for sid, d in e.get("secrets", {}).items():
             have = out.get(sid, [])
             if "pair" not in d:

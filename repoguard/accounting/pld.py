@@ -84,10 +84,8 @@ def _coarsen(mix: Mixture) -> Mixture:
         return mix
     m, lw = mix.m.copy(), mix.logw.copy()
     kept = np.nonzero(keep)[0]
-    target = np.empty(m.size, dtype=np.int64)
-    for i in range(m.size):                      # the next kept component at or above i
-        up = kept[kept >= i]
-        target[i] = up[0] if up.size else -1
+    pos = np.searchsorted(kept, np.arange(m.size))     # the next kept component at or above i
+    target = np.where(pos < kept.size, kept[np.minimum(pos, kept.size - 1)], -1)
     top_mass = logsumexp(lw[target < 0]) if np.any(target < 0) else -np.inf
     new_lw = np.full(kept.size, -np.inf)
     for slot, k in enumerate(kept):

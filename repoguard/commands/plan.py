@@ -24,7 +24,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from repoguard.accounting.ledger import spent, spent_pairs, verify
+    from repoguard.accounting.ledger import spending, verify
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.errors import InputError
     from repoguard.incidence import load_incidence
@@ -42,7 +42,7 @@ def run(args) -> int:
     if c < 0:
         raise InputError(f"--c: must be > 0, not {c!r}")
     inc = load_incidence(out)
-    ledger = spent(out / "ledger.jsonl")
+    ledger, pairs = spending(out / "ledger.jsonl")
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
     progress = None if (args.quiet or args.json) else _Progress()
@@ -50,7 +50,7 @@ def run(args) -> int:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          ledger_pairs=spent_pairs(out / "ledger.jsonl"), progress=progress)
+                          ledger_pairs=pairs, progress=progress)
     finally:
         if progress is not None:
             progress.close()

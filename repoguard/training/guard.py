@@ -88,18 +88,9 @@ class LedgerGuard:
 def spent_by_others(entries: list[dict], own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
     """{secret: (KL nats, {α: Rényi nats})} summed over the last entry of every run except
     `own_run`; an α missing from any counted entry is dropped (it counts as +inf)."""
-    last: dict[str, dict] = {}
-    for e in entries:
-        if e.get("run_id") != own_run:
-            last[e["run_id"]] = e
-    out: dict[str, tuple[float, dict[str, float] | None]] = {}
-    for e in last.values():
-        for sid, d in e.get("secrets", {}).items():
-            kl, ren = out.get(sid, (0.0, None))
-            r = {str(a): float(v) for a, v in d.get("renyi", {}).items()}
-            ren = r if ren is None else {a: ren[a] + r[a] for a in ren.keys() & r.keys()}
-            out[sid] = (kl + float(d.get("kl", 0.0)), ren)
-    return {k: (v[0], v[1] or {}) for k, v in out.items()}
+    from repoguard.accounting.ledger import spent_of
+
+    return spent_of(entries, own_run)
 
 
 def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
