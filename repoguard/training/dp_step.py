@@ -25,7 +25,7 @@ from typing import Sequence
 
 import torch
 
-from repoguard.errors import PolicyError
+from repoguard.errors import InputError, PolicyError
 from repoguard.training.data import per_example_loss
 from repoguard.training.ddp import Dist
 
@@ -82,6 +82,7 @@ class DPStep:
         if private:
             from opacus import GradSampleModule
 
+            check_per_example_support(model)
             self.module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
         else:
             self.module = model
@@ -108,8 +109,15 @@ class DPStep:
             raise PrivacyInvariantError("DP step: per-example gradients exist only in private mode")
         losses = self._forward_backward(batch)
         samples = []
-        for p in self.params:
+        for name, p in zip(self.names, self.params):
             gs = p.grad_sample
+            # Never clip a wrong gradient: a missing or mis-shaped per-example gradient (a layer the
+            # hooks did not see, a tied or re-entered module) stops the run.
+            if gs is None or tuple(gs.shape) != (losses.shape[0], *p.shape):
+                raise PrivacyInvariantError(
+                    f"DP step: no per-example gradient of shape ({losses.shape[0]}, "
+                    f"{', '.join(map(str, p.shape))}) for {name} (got "
+                    f"{None if gs is None else tuple(gs.shape)}); train only Linear LoRA targets")
             samples.append(gs.float())
             p.grad_sample = None
             p.grad = None
@@ -187,6 +195,29 @@ class DPStep:
         """Remove Opacus hooks (the model is then a plain peft model again)."""
         if self.private:
             self.module._close()
+
+
+def check_per_example_support(model) -> None:
+    """Refuse a model whose trainable parameters Opacus's hooks cannot give per-example gradients.
+
+    Every parameter that requires grad must be a direct parameter of a module type with a registered
+    grad sampler (`GradSampleModule.GRAD_SAMPLERS`: Linear, Embedding, LayerNorm, RMSNorm, Conv…).
+    peft's LoRA adapters are `nn.Linear` and pass; peft's LoRA on an embedding keeps its factors in a
+    `ParameterDict` that no sampler handles, and Opacus's functorch fallback silently leaves them
+    without a per-example gradient. Raises InputError naming the first such module and what to do.
+    """
+    from opacus import GradSampleModule
+
+    supported = tuple(GradSampleModule.GRAD_SAMPLERS)
+    for mod_name, module in model.named_modules():
+        for p_name, p in module.named_parameters(recurse=False):
+            if p.requires_grad and not isinstance(module, supported):
+                target = mod_name.split(".lora_")[0].rsplit(".", 1)[-1] if ".lora_" in mod_name else mod_name
+                raise InputError(
+                    f"model: trainable parameter {mod_name}.{p_name} sits in a "
+                    f"{type(module).__name__}, for which Opacus computes no per-example gradient; "
+                    f"drop {target!r} from --lora-targets (LoRA on Linear layers is supported: "
+                    f"e.g. q_proj,v_proj, c_attn, query_key_value, qkv_proj)")
 
 
 def flat_params(params: Sequence[torch.Tensor]) -> torch.Tensor:

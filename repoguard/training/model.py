@@ -22,6 +22,7 @@ SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 _EXTRA_TARGETS = {
     "starcoder2": ["q_proj", "v_proj"],
     "codegen": ["qkv_proj"],
+    "phi3": ["qkv_proj"],
 }
 
 
@@ -102,7 +103,9 @@ def load_model(model_dir: str | Path, *, device, bf16: bool | None = None):
     Raises InputError when the directory is missing or not a loadable checkpoint."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()   # "Loading weights" bars would fill CI logs and break -q
     d = Path(model_dir)
     if not (d / "config.json").is_file():
         raise InputError(f"{d}: not a Hugging Face model directory (no config.json)")
