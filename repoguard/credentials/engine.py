@@ -32,6 +32,7 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
                                           decode_blob)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
+from repoguard.credentials.structural import all_detectors
 
 try:  # pragma: no branch
     import hyperscan
@@ -41,7 +42,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 
 
@@ -93,8 +94,14 @@ class Engine:
     """
 
     def __init__(self, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
-                 hs_database: bytes | None = None) -> None:
+                 hs_database: bytes | None = None, structural: bool = True) -> None:
+        """`structural`: also run the vendor-independent detectors (repoguard.credentials.structural)
+        on texts holding one of their trigger literals."""
         self.ruleset = ruleset
+        self.detectors = all_detectors() if structural else ()
+        self._det_compiled = [_Compiled(rule=Rule(id=d.id, description=d.description, regex=None,
+                                                  tags=d.tags, source="structural"),
+                                        confirm=None, path_re=None, allow=()) for d in self.detectors]
         self.rules = [r for r in ruleset.rules]
         self.compiled: list[_Compiled] = []
         for r in self.rules:
@@ -110,7 +117,11 @@ class Engine:
         # Global allowlists made only of paths skip a whole file before it is scanned.
         self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
             c.allowlist.regexes or c.allowlist.stopwords or c.allowlist.commits or c.allowlist.target_rules)]
-        self.keywords = sorted({k for r in self.rules for k in r.keywords})
+        self._kw_detectors: dict[str, list[int]] = {}
+        for j, d in enumerate(self.detectors):
+            for t in d.triggers:
+                self._kw_detectors.setdefault(t.decode("latin-1"), []).append(j)
+        self.keywords = sorted({k for r in self.rules for k in r.keywords} | set(self._kw_detectors))
         self._kw_rules: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             for k in r.keywords:
@@ -188,24 +199,26 @@ class Engine:
         self.hs_db = db
 
     @classmethod
-    def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None) -> "Engine":
+    def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
+              structural: bool = True) -> "Engine":
         """An Engine, loading the compiled Hyperscan database from the on-disk cache
         (`$REPOGUARD_CACHE` or `~/.cache/repoguard`) when the same rules were compiled before:
         compiling ~250 patterns takes about a second, loading them a tenth of that."""
         if use_hyperscan is False or hyperscan is None:
-            return cls(ruleset, use_hyperscan=False)
+            return cls(ruleset, use_hyperscan=False, structural=structural)
+        triggers = [d.triggers for d in all_detectors()] if structural else []
         key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
-                                   [(r.regex, r.keywords) for r in ruleset.rules], B64, HEX))
+                                   [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
                              .encode()).hexdigest()[:24]
         base = os.environ.get("REPOGUARD_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repoguard")
         path = os.path.join(base, f"hs-{key}.db")
         try:
             with open(path, "rb") as fh:
-                return cls(ruleset, hs_database=fh.read())
+                return cls(ruleset, hs_database=fh.read(), structural=structural)
         except Exception:  # missing or unreadable/corrupt cache: compile
             pass
-        eng = cls(ruleset)
+        eng = cls(ruleset, structural=structural)
         try:
             from repoguard.artefacts import atomic_write_bytes
             atomic_write_bytes(path, eng.serialize())
@@ -237,28 +250,33 @@ class Engine:
                     out.append(self._path_finding(c.rule, path))
         if not data:
             return out
-        hits, blobs = self._candidates(data)
-        spans: list[tuple] = []  # (rule, match start, match end, secret start, secret end, secret)
+        hits, blobs, present = self._candidates(data)
+        spans: list[tuple] = []  # (compiled, match start, match end, secret start, secret end, secret)
         for i, ends in hits.items():
             c = self.compiled[i]
             if c.path_re is not None and not c.path_re.search(path):
                 continue
-            spans += self._confirm(i, c, data, ends)
+            spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
+        for j in sorted({j for k in present for j in self._kw_detectors.get(k, ())}):
+            c = self._det_compiled[j]
+            for h in self.detectors[j].find(data, path):
+                spans.append((c, h.start, h.end, h.start, h.end, h.secret))
         kept: list[Finding] = []
-        generic: list[bool] = []
-        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0]))
-        for i, ms, me, s, e, secret in cands:
-            f = self._finding(self.compiled[i], data, path, s, e, secret, data[ms:me], commit)
+        prio: list[int] = []
+        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), _priority(x[0].rule), x[0].rule.id))
+        for c, ms, me, s, e, secret in cands:
+            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit)
             if f is None:
                 continue
-            is_generic = self.rules[i].id.startswith("generic")
+            pr = _priority(c.rule)
             if kept and s < kept[-1].end:
-                # One secret, several rules: keep one, preferring a specific rule to a generic one.
-                if generic[-1] and not is_generic:
-                    kept[-1], generic[-1] = f, False
+                # One secret, several rules: keep one, preferring a vendor rule to a structural
+                # detector, and either to a generic rule.
+                if pr < prio[-1]:
+                    kept[-1], prio[-1] = f, pr
                 continue
             kept.append(f)
-            generic.append(is_generic)
+            prio.append(pr)
         out += kept
         if depth < MAX_DECODE_DEPTH and blobs:
             out += self._decoded(data, path, blobs, commit, depth, out)
@@ -266,8 +284,9 @@ class Engine:
         _set_lines(data, out)
         return out
 
-    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]]]:
-        """Rule index → hit end offsets, and blob (kind, end) hits, after the keyword filter."""
+    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str]]:
+        """Rule index → hit end offsets, blob (kind, end) hits after the keyword filter, and the
+        keywords present."""
         hits: dict[int, list[int]] = {}
         blobs: list[tuple[str, int]] = []
         if self.hs_db is not None:
@@ -288,7 +307,7 @@ class Engine:
             for i in self._re2_only:
                 if i in allowed:
                     hits[i] = [-1]
-            return hits, blobs
+            return hits, blobs, present
         present = set()
         if self.keywords:
             for _, k in self._ac.iter(data.lower().decode("latin-1")):
@@ -300,7 +319,7 @@ class Engine:
             blobs.append(("base64", m.end()))
         for m in self._hex.finditer(data):
             blobs.append(("hex", m.end()))
-        return hits, blobs
+        return hits, blobs, present
 
     def _allowed_rules(self, present: set[str]) -> set[int]:
         allowed = set(self._always)
@@ -411,6 +430,13 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
+
+
+def _priority(rule: Rule) -> int:
+    """0 for a vendor rule, 1 for a structural detector, 2 for a generic rule."""
+    if rule.id.startswith("generic") or rule.source.endswith("generic.toml"):
+        return 2
+    return 1 if rule.source == "structural" else 0
 
 
 def _set_lines(data: bytes, findings: list[Finding]) -> None:
