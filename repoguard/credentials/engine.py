@@ -28,11 +28,13 @@ from dataclasses import dataclass
 import re2
 
 from repoguard.credentials.allowlist import compile_allowlist, is_allowed
+from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
 from repoguard.credentials.structural import all_detectors
+from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
     import hyperscan
@@ -387,15 +389,20 @@ class Engine:
                                    if not a.allowlist.target_rules or r.id in a.allowlist.target_rules]):
             if is_allowed(allow, secret, match_text, line, path, commit):
                 return None
+        checksum = check(r.checksum, secret) if r.checksum else ""
+        where = location(path, line[:512])
         return Finding(rule_id=r.id, path=path, line=0, column=0, end_line=0, start=s, end=e,
                        secret_sha256=secret_hash(secret), redacted=redact_secret(secret),
-                       entropy=ent, description=r.description)
+                       entropy=ent, description=r.description, location=where, checksum=checksum,
+                       severity=severity(r.id, r.source, where, checksum))
 
     def _path_finding(self, r: Rule, path: str) -> Finding:
         p = path.encode("utf-8", "surrogateescape")
+        where = location(path)
         return Finding(rule_id=r.id, path=path, line=1, column=1, end_line=1, start=0, end=0,
                        secret_sha256=secret_hash(p), redacted=redact_secret(p),
-                       entropy=shannon_entropy(p), description=r.description)
+                       entropy=shannon_entropy(p), description=r.description, location=where,
+                       severity=severity(r.id, r.source, where))
 
     def _decoded(self, data, path, blobs, commit, depth, direct) -> list[Finding]:
         out: list[Finding] = []

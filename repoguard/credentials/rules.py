@@ -9,7 +9,8 @@ secret|match|line, `stopwords`, `paths`, `commits`, `condition` = OR|AND). Globa
 
 repoguard's own extensions, ignored by gitleaks: `tps`/`fps` (true/false positive examples that
 tests replay; for a path-only rule, one without `regex`, they are file paths) and `window` (bytes
-of context a match can span, for multi-line rules).
+of context a match can span, for multi-line rules) and `checksum` (a named check of the token's
+own checksum, credentials.checksums: the finding records valid/invalid).
 
 A user's gitleaks config loads with `load_rules(rule_files=[FILE], use_default=False)`; its
 `[extend] useDefault = true` adds ours (and `disabledRules` drops some of ours).
@@ -74,6 +75,7 @@ class Rule:
     tps: tuple[str, ...] = ()
     fps: tuple[str, ...] = ()
     source: str = ""
+    checksum: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def _rule(d: dict, where: str) -> Rule:
         raw_al = [d["allowlist"], *raw_al]
     if not isinstance(raw_al, list):
         raise InputError(f"{here}: `allowlists` must be an array of tables")
+    checksum = d.get("checksum", "")
+    from repoguard.credentials.checksums import CHECKSUMS
+    if checksum and checksum not in CHECKSUMS:
+        raise InputError(f"{here}: unknown `checksum` {checksum!r} (known: {', '.join(sorted(CHECKSUMS))})")
     window = d.get("window", DEFAULT_WINDOW)
     if not isinstance(window, int) or not 16 <= window <= 1 << 20:
         raise InputError(f"{here}: `window` must be an integer in [16, 1048576]")
@@ -179,6 +185,7 @@ def _rule(d: dict, where: str) -> Rule:
         path=path, tags=_strs(d.get("tags"), here, "tags"),
         allowlists=tuple(_allowlist(a, here) for a in raw_al), window=window,
         tps=_strs(d.get("tps"), here, "tps"), fps=_strs(d.get("fps"), here, "fps"), source=where,
+        checksum=str(checksum),
     )
 
 
