@@ -114,6 +114,7 @@ class Engine:
                 multiline=r.window != DEFAULT_WINDOW or any(
                     m in (r.regex or "") for m in ("(?s", "\\n", "\\r", "[\\s\\S")),
                 reach=-1))
+        self._vendor_prefixes = vendor_prefixes(self.rules)
         self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
         self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
         # Global allowlists made only of paths skip a whole file before it is scanned.
@@ -382,6 +383,8 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
+        if self._vendor_prefixes and _priority(r) == 2 and secret.startswith(self._vendor_prefixes):
+            return None  # a vendor's format owns this prefix, and its rule did not accept the value
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None
@@ -437,6 +440,54 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
+
+
+_LEAD = re.compile(r"^(?:\\b)?(?:\(\?:\^\|\[[^\]]*\]\))?\(?")
+_ALT = re.compile(r"\(\?:([0-9A-Za-z_~|-]+)\)")
+
+
+def _literal(regex: str, i: int) -> tuple[str, int]:
+    out = []
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\" and i + 1 < len(regex) and regex[i + 1] in ".-_/+=:@#%~":
+            out.append(regex[i + 1])
+            i += 2
+            continue
+        if not (ch.isalnum() or ch in "_-:@#%~=/"):
+            break
+        out.append(ch)
+        i += 1
+    if i < len(regex) and regex[i] in "?*{" and out:  # the last literal is optional or repeated
+        out.pop()
+    return "".join(out), i
+
+
+def literal_prefixes(regex: str) -> list[str]:
+    """The literal strings a regex's match must start with (after `\\b`, a leading boundary group
+    such as `(?:^|[^A-Za-z])` and an opening capture group), e.g. ["ghp_"] for
+    `\\b(ghp_[0-9A-Za-z]{36})` and ["sk_live_", "rk_live_"] for `\\b((?:sk|rk)_live_...)`;
+    [] when it starts with a class or a flag."""
+    i = _LEAD.match(regex).end()
+    m = _ALT.match(regex, i)
+    if m and (i + len(m.group(0)) >= len(regex) or regex[m.end()] not in "?*{"):
+        rest, _ = _literal(regex, m.end())
+        return [alt + rest for alt in m.group(1).split("|")]
+    lit, _ = _literal(regex, i)
+    return [lit] if lit else []
+
+
+def vendor_prefixes(rules) -> tuple[bytes, ...]:
+    """Literal prefixes (≥ 3 characters) of vendor rules: a generic
+    rule's candidate that starts with one is left to that vendor's rule (which knows its length
+    and alphabet)."""
+    out = set()
+    for r in rules:
+        if r.regex and _priority(r) == 0:
+            for p in literal_prefixes(r.regex):
+                if len(p) >= 3:
+                    out.add(p.encode())
+    return tuple(sorted(out))
 
 
 def _priority(rule: Rule) -> int:

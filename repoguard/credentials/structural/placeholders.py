@@ -18,6 +18,7 @@ _WORDS = {
 _MARKERS = (b"xxxx", b"****", b"....", b"####", b"your_", b"your-", b"<your", b"-here", b"_here",
             b"changeme", b"placeholder", b"example", b"redacted", b"dummy", b"insert", b"replace",
             b"abcdef", b"123456789", b"password", b"secret_", b"fake", b"sample", b"todo")
+_CONSTANT = re.compile(rb"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # API_SECRET, DB_PASSWORD: a name, not a value
 _TEMPLATE = re.compile(rb"^(?:\$\{?[A-Za-z_]|\$\(|%\(|%[sd]$|\{\{|\{[A-Za-z_0-9]*\}|<[^>]*>$|\[[A-Za-z_ ]+\]$"
                        rb"|@[A-Za-z_]+@$|__[A-Z_]+__$|#\{|ENV\[|process\.env|os\.environ|getenv)")
 
@@ -29,7 +30,7 @@ def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
     if len(v) < min_len:
         return True
     low = v.lower()
-    if low in _WORDS or _TEMPLATE.search(v):
+    if low in _WORDS or _TEMPLATE.search(v) or _CONSTANT.match(v):
         return True
     if len(set(low)) <= 2:
         return True
