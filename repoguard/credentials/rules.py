@@ -201,7 +201,15 @@ def _read_toml(path: Path) -> dict:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+def is_yaml(path) -> bool:
+    """True for a Nosey Parker-style YAML rule pack (by its `.yaml`/`.yml` suffix)."""
+    return Path(path).suffix.lower() in (".yaml", ".yml")
+
+
 def _parse_file(path: Path) -> tuple[list[Rule], list[Allowlist], dict]:
+    if is_yaml(path):
+        from repoguard.credentials.np_rules import load_yaml_rules
+        return load_yaml_rules(path), [], {}
     doc = _read_toml(path)
     where = str(path)
     rules_raw = doc.get("rules", [])
@@ -220,12 +228,15 @@ def load_rules(*, rule_files: Sequence[str | os.PathLike] = (), use_default: boo
     """Load the default rules (when `use_default`) and then each of `rule_files`; a later rule
     with the same id replaces an earlier one. A file's `[extend] useDefault = true` pulls in the
     defaults even when `use_default` is False; `[extend] disabledRules` removes rules by id.
+    Nosey Parker-style YAML packs (`.yaml`/`.yml`, credentials.np_rules) add to the defaults:
+    when every file given is YAML, the defaults are loaded too.
 
     Raises InputError naming the file for unreadable TOML, bad fields or invalid RE2 regexes.
     """
     files: list[Path] = []
     parsed = [(Path(f), *_parse_file(Path(f))) for f in rule_files]
-    wants_default = use_default or any(bool(ext.get("useDefault")) for _, _, _, ext in parsed)
+    wants_default = use_default or any(bool(ext.get("useDefault")) for _, _, _, ext in parsed) \
+        or (bool(parsed) and all(is_yaml(f) for f, *_ in parsed))
     disabled = {r for _, _, _, ext in parsed for r in ext.get("disabledRules", []) or []}
     ordered: dict[str, Rule] = {}
     allow: list[Allowlist] = []
