@@ -179,7 +179,7 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     caches = load_caches(out, [n for n in ("imports", "codenames") if n in names])
     evidence, seconds, extra = run_analyzers(repo, corpus, config, names=names, caches=caches)
     secrets = declared_secrets(config) + extra
-    inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence)
+    inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence, corpus.examples)
     inc.summary = summarize(inc, corpus.file_examples, seconds, config)
     if "ownership" in names:
         from repoguard.analyzers import codeowners

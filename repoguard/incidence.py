@@ -8,7 +8,8 @@ carries the secrets of every file it stands for (corpus.Corpus.file_examples).
 On disk (`OUT/incidence/`, format version 1):
     secrets.json      [{"id", "kind", "p", "r", "description"}] in column order
     incidence.npz     scipy CSR: data/indices/indptr/shape, plus example_ids (column 0 of rows)
-    evidence.parquet  path, secret_id, analyzer, reason, chain (list<string>)
+    evidence.parquet  path, secret_id, analyzer, reason, chain (list<string>), span_start/span_end
+                      (int64, null when the evidence covers the whole file)
     summary.json      counts per analyzer, timings, config digest
 """
 from __future__ import annotations
@@ -45,13 +46,16 @@ class Secret:
 @dataclass(frozen=True)
 class Evidence:
     """Why a file carries a secret. `analyzer` is one of ANALYZERS; `reason` is one readable line
-    ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties."""
+    ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties;
+    `span`, when set (a credential's byte range), narrows the tie to the examples whose text
+    overlaps it instead of every example of the file."""
 
     path: str
     secret_id: str
     analyzer: str
     reason: str
     chain: tuple[str, ...] = ()
+    span: tuple[int, int] | None = None  # bytes [start, end) of the file holding the secret; None: all of it
 
 
 @dataclass
@@ -82,9 +86,14 @@ def build_incidence(
     file_examples: Mapping[str, Sequence[int]],
     secrets: Sequence[Secret],
     evidence: Iterable[Evidence],
+    examples: Sequence | None = None,
 ) -> Incidence:
     """Assemble E from file-level evidence. Evidence naming a file with no examples (excluded,
-    or unknown) is kept in the table but adds no incidence. Raises ValueError on an unknown secret id."""
+    or unknown) is kept in the table but adds no incidence. With `examples` (corpus.Example per
+    row, giving `path`, `start_byte`, `end_byte`), evidence carrying a `span` ties only the file's
+    examples whose bytes overlap the span; an example deduplicated from another file (its `path`
+    differs) is tied anyway (its offsets are the other file's: the conservative side). Raises
+    ValueError on an unknown secret id."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -97,6 +106,10 @@ def build_incidence(
             raise ValueError(f"evidence for unknown secret {ev.secret_id!r}")
         kept.append(ev)
         for i in file_examples.get(ev.path, ()):
+            if ev.span is not None and examples is not None:
+                ex = examples[i]
+                if ex.path == ev.path and not (ex.start_byte < ev.span[1] and ev.span[0] < ex.end_byte):
+                    continue
             rows.append(i)
             cols.append(col[ev.secret_id])
     m = sp.csr_matrix(
@@ -129,6 +142,8 @@ def save_incidence(inc: Incidence, out_dir: str | Path) -> Path:
             "analyzer": [e.analyzer for e in inc.evidence],
             "reason": [e.reason for e in inc.evidence],
             "chain": pa.array([list(e.chain) for e in inc.evidence], type=pa.list_(pa.string())),
+            "span_start": pa.array([e.span[0] if e.span else None for e in inc.evidence], type=pa.int64()),
+            "span_end": pa.array([e.span[1] if e.span else None for e in inc.evidence], type=pa.int64()),
         })
         pq.write_table(table, tmp / "evidence.parquet")
         atomic_write_json(tmp / "summary.json", {"format_version": FORMAT_VERSION, **inc.summary})
@@ -152,8 +167,11 @@ def load_incidence(out_dir: str | Path) -> Incidence:
         t = pq.read_table(d / "evidence.parquet").to_pydict()
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(f"{d}: corrupt incidence ({exc})") from None
-    evidence = [Evidence(p, s, a, r, tuple(c or ())) for p, s, a, r, c in
-                zip(t["path"], t["secret_id"], t["analyzer"], t["reason"], t["chain"])]
+    n = len(t["path"])
+    spans = [None if a is None or b is None else (a, b)  # absent in artefacts written before spans
+             for a, b in zip(t.get("span_start", [None] * n), t.get("span_end", [None] * n))]
+    evidence = [Evidence(p, s, a, r, tuple(c or ()), sp_) for p, s, a, r, c, sp_ in
+                zip(t["path"], t["secret_id"], t["analyzer"], t["reason"], t["chain"], spans)]
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
     return Incidence(example_ids=ids, secrets=[Secret(**s) for s in meta["secrets"]], matrix=m,
                      evidence=evidence, summary=summary)

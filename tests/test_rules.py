@@ -54,7 +54,7 @@ def test_every_rule_has_examples():
 @pytest.mark.parametrize("rule", RULES.rules, ids=lambda r: r.id)
 def test_rule_examples(rule):
     """Alone (plus the global allowlist) the rule finds each tp and none of its fps."""
-    eng = Engine(RuleSet(rules=(rule,), allowlists=RULES.allowlists), use_hyperscan=False)
+    eng = Engine(RuleSet(rules=(rule,), allowlists=RULES.allowlists), use_hyperscan=False, structural=False)
     for tp in rule.tps:
         if rule.regex is None:  # path-only rule: examples are file paths
             assert any(f.rule_id == rule.id for f in eng.scan(b"", tp)), tp
@@ -149,3 +149,26 @@ def test_bad_rule_files_are_input_errors(tmp_path, body, problem):
 def test_missing_rule_file(tmp_path):
     with pytest.raises(InputError, match="rule file not found"):
         load_rules(rule_files=[tmp_path / "nope.toml"])
+
+
+def test_full_engine_recall_and_false_positive_rate(full_engine):
+    """With every rule and structural detector loaded, every tp yields a finding and at most 2%
+    of the fps yield any finding (a generic rule may still claim a truncated vendor token)."""
+    tp = fp = ntp = nfp = 0
+    for rule, ex, is_tp in iter_examples(RULES):
+        hit = bool(full_engine.scan(b"", ex) if rule.regex is None else full_engine.scan(ex.encode(), _path_for(rule)))
+        ntp, nfp = ntp + is_tp, nfp + (not is_tp)
+        tp, fp = tp + (hit and is_tp), fp + (hit and not is_tp)
+    assert tp == ntp and fp <= 0.02 * nfp, (tp, ntp, fp, nfp)
+
+
+def test_vendor_prefix_leaves_malformed_token_to_its_rule(full_engine):
+    """A value with a vendor prefix that the vendor rule rejects (too short) is not re-reported
+    by the generic rules; without a prefix the same value is."""
+    from repoguard.credentials.engine import literal_prefixes
+    assert literal_prefixes(r"\b(ghp_[0-9A-Za-z]{36})") == ["ghp_"]
+    assert literal_prefixes(r"\b((?:sk|rk)_live_[0-9A-Za-z]{24})") == ["sk_live_", "rk_live_"]
+    assert literal_prefixes(r"(?i:cloudflare)[a-z]{0,4}") == []
+    body = "a0B1c2D3e4F5g6H7i8J9k0L1m2"
+    assert full_engine.scan(f'GITHUB_API_KEY = "ghp_{body}"\n'.encode(), "a.py") == []
+    assert [f.rule_id for f in full_engine.scan(f'SERVICE_API_KEY = "zq_{body}"\n'.encode(), "a.py")] == ["generic-api-key"]

@@ -6,8 +6,10 @@ secret) becomes a Secret of kind "credential" with id `credential:RULE:HASH12`. 
 the probability of guessing it, 2^−bits with bits = Shannon entropy per character × length
 [Shannon 1948; seed paper 002's "secrecy"], floored at `[defaults] p` (a larger prior is the
 conservative side); r is `[defaults] r`. The credential text is redacted from training examples
-by the corpus/training stages; the secret makes the plan bound what leaks around it too. Values
-never appear in evidence: only the redacted form (first 4 characters, then `…`).
+by the corpus/training stages; the secret makes the plan bound what leaks around it too. Each
+Evidence carries the credential's byte span, so the secret ties only the examples (chunks) whose
+text held it, not every chunk of the file. Values never appear in evidence: only the redacted
+form (first 4 characters, then `…`).
 """
 from __future__ import annotations
 
@@ -42,6 +44,12 @@ def target(p: float, r: float) -> float:
     return r if p < r else p + r * (1.0 - p)
 
 
+def _span(finding) -> tuple[int, int] | None:
+    """The finding's byte range in its file (ties only the examples holding it), or None for a
+    path-only finding (a `.p12` file: every example of the file)."""
+    return (finding.start, finding.end) if finding.end > finding.start else None
+
+
 def scan(repo, paths, config):
     """Findings of the credential scan over `paths` (working tree), sorted by (path, line)."""
     from repoguard.credentials.rules import load_rules
@@ -63,7 +71,8 @@ def scan_blobs(repo, files, config) -> Iterator[Evidence]:
         if engine.path_allowed(path) or b"\0" in data[:8000]:
             continue  # allowlisted path, or binary (git's test), as the file scan does
         for f in sorted(engine.scan(data[:config.scan.max_file_bytes], path), key=lambda f: (f.line, f.rule_id)):
-            yield Evidence(path, secret_id(f), NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}")
+            yield Evidence(path, secret_id(f), NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}",
+                           span=_span(f))
 
 
 def analyze(repo, corpus, config) -> Iterator[Evidence]:
@@ -75,7 +84,7 @@ def analyze(repo, corpus, config) -> Iterator[Evidence]:
             p = prior(f, config.defaults.p)
             _FOUND[sid] = Secret(sid, "credential", p, target(p, config.defaults.r),
                                  f"{f.rule_id} credential {f.redacted} (~{guess_bits(f):.0f} bits)")
-        yield Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}")
+        yield Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}", span=_span(f))
 
 
 def secrets(evidence, config) -> list[Secret]:

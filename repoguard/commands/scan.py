@@ -27,8 +27,9 @@ def register(parser) -> None:
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     parser.add_argument("--rules", metavar="FILE", action="append", default=[],
-                        help="gitleaks-format rule file (replaces the defaults unless it has "
-                             "[extend] useDefault = true); repeatable")
+                        help="gitleaks-format TOML rule file (replaces the defaults unless it has "
+                             "[extend] useDefault = true) or Nosey Parker-style YAML pack (.yaml/.yml, "
+                             "added to the defaults); repeatable")
     parser.add_argument("--baseline", metavar="FILE", help="suppress findings listed in this baseline")
     parser.add_argument("--update-baseline", action="store_true",
                         help="write all current findings to the baseline file and exit 0")

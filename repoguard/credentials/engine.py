@@ -28,10 +28,13 @@ from dataclasses import dataclass
 import re2
 
 from repoguard.credentials.allowlist import compile_allowlist, is_allowed
+from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
+from repoguard.credentials.structural import all_detectors
+from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
     import hyperscan
@@ -41,7 +44,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 
 
@@ -93,8 +96,14 @@ class Engine:
     """
 
     def __init__(self, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
-                 hs_database: bytes | None = None) -> None:
+                 hs_database: bytes | None = None, structural: bool = True) -> None:
+        """`structural`: also run the vendor-independent detectors (repoguard.credentials.structural)
+        on texts holding one of their trigger literals."""
         self.ruleset = ruleset
+        self.detectors = all_detectors() if structural else ()
+        self._det_compiled = [_Compiled(rule=Rule(id=d.id, description=d.description, regex=None,
+                                                  tags=d.tags, source="structural"),
+                                        confirm=None, path_re=None, allow=()) for d in self.detectors]
         self.rules = [r for r in ruleset.rules]
         self.compiled: list[_Compiled] = []
         for r in self.rules:
@@ -105,12 +114,17 @@ class Engine:
                 multiline=r.window != DEFAULT_WINDOW or any(
                     m in (r.regex or "") for m in ("(?s", "\\n", "\\r", "[\\s\\S")),
                 reach=-1))
+        self._vendor_prefixes = vendor_prefixes(self.rules)
         self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
         self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
         # Global allowlists made only of paths skip a whole file before it is scanned.
         self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
             c.allowlist.regexes or c.allowlist.stopwords or c.allowlist.commits or c.allowlist.target_rules)]
-        self.keywords = sorted({k for r in self.rules for k in r.keywords})
+        self._kw_detectors: dict[str, list[int]] = {}
+        for j, d in enumerate(self.detectors):
+            for t in d.triggers:
+                self._kw_detectors.setdefault(t.decode("latin-1"), []).append(j)
+        self.keywords = sorted({k for r in self.rules for k in r.keywords} | set(self._kw_detectors))
         self._kw_rules: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             for k in r.keywords:
@@ -188,24 +202,26 @@ class Engine:
         self.hs_db = db
 
     @classmethod
-    def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None) -> "Engine":
+    def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
+              structural: bool = True) -> "Engine":
         """An Engine, loading the compiled Hyperscan database from the on-disk cache
         (`$REPOGUARD_CACHE` or `~/.cache/repoguard`) when the same rules were compiled before:
         compiling ~250 patterns takes about a second, loading them a tenth of that."""
         if use_hyperscan is False or hyperscan is None:
-            return cls(ruleset, use_hyperscan=False)
+            return cls(ruleset, use_hyperscan=False, structural=structural)
+        triggers = [d.triggers for d in all_detectors()] if structural else []
         key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
-                                   [(r.regex, r.keywords) for r in ruleset.rules], B64, HEX))
+                                   [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
                              .encode()).hexdigest()[:24]
         base = os.environ.get("REPOGUARD_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repoguard")
         path = os.path.join(base, f"hs-{key}.db")
         try:
             with open(path, "rb") as fh:
-                return cls(ruleset, hs_database=fh.read())
+                return cls(ruleset, hs_database=fh.read(), structural=structural)
         except Exception:  # missing or unreadable/corrupt cache: compile
             pass
-        eng = cls(ruleset)
+        eng = cls(ruleset, structural=structural)
         try:
             from repoguard.artefacts import atomic_write_bytes
             atomic_write_bytes(path, eng.serialize())
@@ -237,28 +253,33 @@ class Engine:
                     out.append(self._path_finding(c.rule, path))
         if not data:
             return out
-        hits, blobs = self._candidates(data)
-        spans: list[tuple] = []  # (rule, match start, match end, secret start, secret end, secret)
+        hits, blobs, present = self._candidates(data)
+        spans: list[tuple] = []  # (compiled, match start, match end, secret start, secret end, secret)
         for i, ends in hits.items():
             c = self.compiled[i]
             if c.path_re is not None and not c.path_re.search(path):
                 continue
-            spans += self._confirm(i, c, data, ends)
+            spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
+        for j in sorted({j for k in present for j in self._kw_detectors.get(k, ())}):
+            c = self._det_compiled[j]
+            for h in self.detectors[j].find(data, path):
+                spans.append((c, h.start, h.end, h.start, h.end, h.secret))
         kept: list[Finding] = []
-        generic: list[bool] = []
-        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0]))
-        for i, ms, me, s, e, secret in cands:
-            f = self._finding(self.compiled[i], data, path, s, e, secret, data[ms:me], commit)
+        prio: list[int] = []
+        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), _priority(x[0].rule), x[0].rule.id))
+        for c, ms, me, s, e, secret in cands:
+            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit)
             if f is None:
                 continue
-            is_generic = self.rules[i].id.startswith("generic")
+            pr = _priority(c.rule)
             if kept and s < kept[-1].end:
-                # One secret, several rules: keep one, preferring a specific rule to a generic one.
-                if generic[-1] and not is_generic:
-                    kept[-1], generic[-1] = f, False
+                # One secret, several rules: keep one, preferring a vendor rule to a structural
+                # detector, and either to a generic rule.
+                if pr < prio[-1]:
+                    kept[-1], prio[-1] = f, pr
                 continue
             kept.append(f)
-            generic.append(is_generic)
+            prio.append(pr)
         out += kept
         if depth < MAX_DECODE_DEPTH and blobs:
             out += self._decoded(data, path, blobs, commit, depth, out)
@@ -266,8 +287,9 @@ class Engine:
         _set_lines(data, out)
         return out
 
-    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]]]:
-        """Rule index → hit end offsets, and blob (kind, end) hits, after the keyword filter."""
+    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str]]:
+        """Rule index → hit end offsets, blob (kind, end) hits after the keyword filter, and the
+        keywords present."""
         hits: dict[int, list[int]] = {}
         blobs: list[tuple[str, int]] = []
         if self.hs_db is not None:
@@ -288,7 +310,7 @@ class Engine:
             for i in self._re2_only:
                 if i in allowed:
                     hits[i] = [-1]
-            return hits, blobs
+            return hits, blobs, present
         present = set()
         if self.keywords:
             for _, k in self._ac.iter(data.lower().decode("latin-1")):
@@ -300,7 +322,7 @@ class Engine:
             blobs.append(("base64", m.end()))
         for m in self._hex.finditer(data):
             blobs.append(("hex", m.end()))
-        return hits, blobs
+        return hits, blobs, present
 
     def _allowed_rules(self, present: set[str]) -> set[int]:
         allowed = set(self._always)
@@ -361,6 +383,8 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
+        if self._vendor_prefixes and _priority(r) == 2 and secret.startswith(self._vendor_prefixes):
+            return None  # a vendor's format owns this prefix, and its rule did not accept the value
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None
@@ -368,15 +392,20 @@ class Engine:
                                    if not a.allowlist.target_rules or r.id in a.allowlist.target_rules]):
             if is_allowed(allow, secret, match_text, line, path, commit):
                 return None
+        checksum = check(r.checksum, secret) if r.checksum else ""
+        where = location(path, line[:512])
         return Finding(rule_id=r.id, path=path, line=0, column=0, end_line=0, start=s, end=e,
                        secret_sha256=secret_hash(secret), redacted=redact_secret(secret),
-                       entropy=ent, description=r.description)
+                       entropy=ent, description=r.description, location=where, checksum=checksum,
+                       severity=severity(r.id, r.source, where, checksum))
 
     def _path_finding(self, r: Rule, path: str) -> Finding:
         p = path.encode("utf-8", "surrogateescape")
+        where = location(path)
         return Finding(rule_id=r.id, path=path, line=1, column=1, end_line=1, start=0, end=0,
                        secret_sha256=secret_hash(p), redacted=redact_secret(p),
-                       entropy=shannon_entropy(p), description=r.description)
+                       entropy=shannon_entropy(p), description=r.description, location=where,
+                       severity=severity(r.id, r.source, where))
 
     def _decoded(self, data, path, blobs, commit, depth, direct) -> list[Finding]:
         out: list[Finding] = []
@@ -411,6 +440,61 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
+
+
+_LEAD = re.compile(r"^(?:\\b)?(?:\(\?:\^\|\[[^\]]*\]\))?\(?")
+_ALT = re.compile(r"\(\?:([0-9A-Za-z_~|-]+)\)")
+
+
+def _literal(regex: str, i: int) -> tuple[str, int]:
+    out = []
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\" and i + 1 < len(regex) and regex[i + 1] in ".-_/+=:@#%~":
+            out.append(regex[i + 1])
+            i += 2
+            continue
+        if not (ch.isalnum() or ch in "_-:@#%~=/"):
+            break
+        out.append(ch)
+        i += 1
+    if i < len(regex) and regex[i] in "?*{" and out:  # the last literal is optional or repeated
+        out.pop()
+    return "".join(out), i
+
+
+def literal_prefixes(regex: str) -> list[str]:
+    """The literal strings a regex's match must start with (after `\\b`, a leading boundary group
+    such as `(?:^|[^A-Za-z])` and an opening capture group), e.g. ["ghp_"] for
+    `\\b(ghp_[0-9A-Za-z]{36})` and ["sk_live_", "rk_live_"] for `\\b((?:sk|rk)_live_...)`;
+    [] when it starts with a class or a flag."""
+    i = _LEAD.match(regex).end()
+    m = _ALT.match(regex, i)
+    if m and (i + len(m.group(0)) >= len(regex) or regex[m.end()] not in "?*{"):
+        rest, _ = _literal(regex, m.end())
+        return [alt + rest for alt in m.group(1).split("|")]
+    lit, _ = _literal(regex, i)
+    return [lit] if lit else []
+
+
+def vendor_prefixes(rules) -> tuple[bytes, ...]:
+    """Literal prefixes (≥ 3 characters) of vendor rules: a generic
+    rule's candidate that starts with one is left to that vendor's rule (which knows its length
+    and alphabet)."""
+    out = set()
+    for r in rules:
+        if r.regex and _priority(r) == 0:
+            for p in literal_prefixes(r.regex):
+                if len(p) >= 3:
+                    out.add(p.encode())
+    return tuple(sorted(out))
+
+
+def _priority(rule: Rule) -> int:
+    """0 for a vendor rule, 1 for a structural detector, 2 for a generic rule."""
+    if rule.id.startswith("generic") or rule.source.endswith("generic.toml"):
+        return 2
+    return 1 if rule.source == "structural" else 0
 
 
 def _set_lines(data: bytes, findings: list[Finding]) -> None:

@@ -27,7 +27,9 @@ class Finding:
     """One detected credential. `line`/`column` are 1-based (column in characters); `start`/
     `end` are byte offsets of the secret in the scanned text (of the whole encoded blob when the
     secret was found by decoding base64/hex, named in `decoded`). History fields (`commit`,
-    `author`, `date`, `present_at_head`) are None outside `--history`."""
+    `author`, `date`, `present_at_head`) are None outside `--history`. Triage (credentials.triage):
+    `location` (fixture/test/docs/example/config/source), `severity` (critical/high/medium/low)
+    and `checksum` ("valid"/"invalid" for formats that carry one, else "")."""
 
     rule_id: str
     path: str
@@ -45,6 +47,9 @@ class Finding:
     author: str | None = None
     date: str | None = None
     present_at_head: bool | None = None
+    location: str = "source"
+    severity: str = "high"
+    checksum: str = ""
 
     @property
     def fingerprint(self) -> str:

@@ -13,35 +13,46 @@ import json
 from repoguard import __version__
 from repoguard.credentials.findings import Finding
 from repoguard.credentials.rules import RuleSet
+from repoguard.credentials.triage import SARIF_LEVEL, SECURITY_SEVERITY, summary
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def to_json(findings: list[Finding], stats: dict) -> str:
-    doc = {"findings": [f.to_json() for f in findings], "stats": stats}
+    doc = {"findings": [f.to_json() for f in findings], "stats": stats, "summary": summary(findings)}
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def to_text(findings: list[Finding], stats: dict) -> str:
+    """One line per finding: `path:line:col: rule: redacted [severity location] ...`; history
+    findings add a column `still at HEAD` / `not at HEAD  ` and the introducing commit.
+    A last line sums findings by location and says when all are in tests/fixtures/docs."""
     lines = []
     for f in findings:
         where = f"{f.path}:{f.line}:{f.column}"
         extra = f" (in {f.decoded})" if f.decoded else ""
+        extra += f" checksum={f.checksum}" if f.checksum else ""
+        head = ""
         hist = ""
         if f.commit:
-            state = "still at HEAD" if f.present_at_head else "not at HEAD"
-            hist = f"  commit {f.commit[:12]} by {f.author} on {f.date} ({state})"
-        lines.append(f"{where}: {f.rule_id}: {f.redacted}{extra} entropy={f.entropy:.2f}{hist}")
+            head = " still at HEAD" if f.present_at_head else " not at HEAD  "
+            hist = f"  commit {f.commit[:12]} by {f.author} on {f.date}"
+        lines.append(f"{where}: {f.rule_id}: {f.redacted}{extra} [{f.severity} {f.location}]{head} "
+                     f"entropy={f.entropy:.2f}{hist}")
+    if findings:
+        lines.append(f"summary: {summary(findings)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
     used = sorted({f.rule_id for f in findings})
     by_id = ruleset.by_id()
+    from repoguard.credentials.structural import all_detectors
+    desc_of = {d.id: d.description for d in all_detectors()}
     rules = []
     for rid in used:
         r = by_id.get(rid)
-        desc = (r.description if r else "") or rid
+        desc = (r.description if r else desc_of.get(rid, "")) or rid
         rules.append({
             "id": rid, "name": rid,
             "shortDescription": {"text": desc[:120]},
@@ -56,19 +67,22 @@ def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
     index = {rid: i for i, rid in enumerate(used)}
     results = []
     for f in findings:
-        msg = f"{f.rule_id}: credential {f.redacted} found"
+        msg = f"{f.rule_id}: credential {f.redacted} found ({f.severity}, in {f.location})"
         if f.commit:
             msg += f" (introduced in {f.commit[:12]}; {'still' if f.present_at_head else 'not'} present at HEAD)"
         results.append({
-            "ruleId": f.rule_id, "ruleIndex": index[f.rule_id], "level": "error",
+            "ruleId": f.rule_id, "ruleIndex": index[f.rule_id], "level": SARIF_LEVEL.get(f.severity, "error"),
             "message": {"text": msg},
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": f.path},
                 "region": {"startLine": max(1, f.line), "startColumn": max(1, f.column),
                            "endLine": max(1, f.end_line or f.line)}}}],
             "partialFingerprints": {"repoguardFingerprint/v1": f.fingerprint},
-            **({"properties": {"commit": f.commit, "author": f.author, "date": f.date,
-                               "presentAtHead": f.present_at_head}} if f.commit else {}),
+            "properties": {"location": f.location, "severity": f.severity,
+                           "security-severity": SECURITY_SEVERITY.get(f.severity, "8.0"),
+                           **({"checksum": f.checksum} if f.checksum else {}),
+                           **({"commit": f.commit, "author": f.author, "date": f.date,
+                               "presentAtHead": f.present_at_head} if f.commit else {})},
         })
     doc = {
         "$schema": SARIF_SCHEMA, "version": "2.1.0",

@@ -9,7 +9,8 @@ secret|match|line, `stopwords`, `paths`, `commits`, `condition` = OR|AND). Globa
 
 repoguard's own extensions, ignored by gitleaks: `tps`/`fps` (true/false positive examples that
 tests replay; for a path-only rule, one without `regex`, they are file paths) and `window` (bytes
-of context a match can span, for multi-line rules).
+of context a match can span, for multi-line rules) and `checksum` (a named check of the token's
+own checksum, credentials.checksums: the finding records valid/invalid).
 
 A user's gitleaks config loads with `load_rules(rule_files=[FILE], use_default=False)`; its
 `[extend] useDefault = true` adds ours (and `disabledRules` drops some of ours).
@@ -74,6 +75,7 @@ class Rule:
     tps: tuple[str, ...] = ()
     fps: tuple[str, ...] = ()
     source: str = ""
+    checksum: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def _rule(d: dict, where: str) -> Rule:
         raw_al = [d["allowlist"], *raw_al]
     if not isinstance(raw_al, list):
         raise InputError(f"{here}: `allowlists` must be an array of tables")
+    checksum = d.get("checksum", "")
+    from repoguard.credentials.checksums import CHECKSUMS
+    if checksum and checksum not in CHECKSUMS:
+        raise InputError(f"{here}: unknown `checksum` {checksum!r} (known: {', '.join(sorted(CHECKSUMS))})")
     window = d.get("window", DEFAULT_WINDOW)
     if not isinstance(window, int) or not 16 <= window <= 1 << 20:
         raise InputError(f"{here}: `window` must be an integer in [16, 1048576]")
@@ -179,6 +185,7 @@ def _rule(d: dict, where: str) -> Rule:
         path=path, tags=_strs(d.get("tags"), here, "tags"),
         allowlists=tuple(_allowlist(a, here) for a in raw_al), window=window,
         tps=_strs(d.get("tps"), here, "tps"), fps=_strs(d.get("fps"), here, "fps"), source=where,
+        checksum=str(checksum),
     )
 
 
@@ -194,7 +201,15 @@ def _read_toml(path: Path) -> dict:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+def is_yaml(path) -> bool:
+    """True for a Nosey Parker-style YAML rule pack (by its `.yaml`/`.yml` suffix)."""
+    return Path(path).suffix.lower() in (".yaml", ".yml")
+
+
 def _parse_file(path: Path) -> tuple[list[Rule], list[Allowlist], dict]:
+    if is_yaml(path):
+        from repoguard.credentials.np_rules import load_yaml_rules
+        return load_yaml_rules(path), [], {}
     doc = _read_toml(path)
     where = str(path)
     rules_raw = doc.get("rules", [])
@@ -213,12 +228,15 @@ def load_rules(*, rule_files: Sequence[str | os.PathLike] = (), use_default: boo
     """Load the default rules (when `use_default`) and then each of `rule_files`; a later rule
     with the same id replaces an earlier one. A file's `[extend] useDefault = true` pulls in the
     defaults even when `use_default` is False; `[extend] disabledRules` removes rules by id.
+    Nosey Parker-style YAML packs (`.yaml`/`.yml`, credentials.np_rules) add to the defaults:
+    when every file given is YAML, the defaults are loaded too.
 
     Raises InputError naming the file for unreadable TOML, bad fields or invalid RE2 regexes.
     """
     files: list[Path] = []
     parsed = [(Path(f), *_parse_file(Path(f))) for f in rule_files]
-    wants_default = use_default or any(bool(ext.get("useDefault")) for _, _, _, ext in parsed)
+    wants_default = use_default or any(bool(ext.get("useDefault")) for _, _, _, ext in parsed) \
+        or (bool(parsed) and all(is_yaml(f) for f, *_ in parsed))
     disabled = {r for _, _, _, ext in parsed for r in ext.get("disabledRules", []) or []}
     ordered: dict[str, Rule] = {}
     allow: list[Allowlist] = []

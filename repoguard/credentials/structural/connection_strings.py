@@ -1,0 +1,38 @@
+"""JDBC URLs and ODBC / ADO.NET connection strings with a password:
+`jdbc:<sub>://host;...;password=P` (SQL Server), `jdbc:<sub>://host/db?user=U&password=P`
+(MySQL/PostgreSQL), `jdbc:oracle:thin:U/P@host` (Oracle), and `Server=...;Uid=U;Pwd=P;` /
+`Data Source=...;Password=P;` (ODBC, ADO.NET). Placeholders and template variables are rejected.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import re2
+
+from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.placeholders import is_placeholder
+
+_JDBC = re2.compile(rb"(?i)jdbc:[a-z0-9]+:[^\s\"'`<>]{0,300}?[;?&:](?:password|pwd)=([^;&\s\"'`<>]{1,128})")
+_ORACLE = re2.compile(rb"(?i)jdbc:oracle:(?:thin|oci8?):([A-Za-z0-9_$#]{1,64})/([^@\s\"'`/]{1,128})@")
+_ODBC = re2.compile(
+    rb"(?i)(?:driver|server|data source|datasource|dsn|host|addr|address|initial catalog|database)"
+    rb"[ \t]*=[^\n\"'`]{0,300}?;[ \t]*(?:pwd|password)[ \t]*=[ \t]*([^;\s\"'`]{1,128}|\{[^}\n]{1,128}\})")
+
+
+def _ok(pw: bytes) -> bool:
+    return not (pw.startswith((b"$", b"%", b"{{", b"<", b"#{")) or is_placeholder(pw.strip(b"{}"), min_len=3))
+
+
+def find(data: bytes, path: str) -> Iterator[Hit]:
+    seen = set()
+    for rx in (_JDBC, _ORACLE, _ODBC):
+        for m in rx.finditer(data):
+            g = m.lastindex or 1
+            pw = m.group(g)
+            if _ok(pw) and m.span(g) not in seen:
+                seen.add(m.span(g))
+                yield Hit(*m.span(g), pw)
+
+
+DETECTORS = (Detector("connection-string-password", "Password in a JDBC URL or ODBC/ADO.NET connection string",
+                      (b"jdbc:", b"pwd=", b"password=", b"pwd =", b"password ="), find),)

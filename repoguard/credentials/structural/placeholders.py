@@ -1,0 +1,37 @@
+"""Placeholder values that are not credentials: template variables, masked values, sample words.
+
+Used by every structural detector on the candidate value (password, token, decoded auth).
+"""
+from __future__ import annotations
+
+import re
+
+_WORDS = {
+    b"password", b"passwd", b"pass", b"pwd", b"secret", b"changeme", b"change_me", b"changeit",
+    b"example", b"sample", b"test", b"testing", b"token", b"apikey", b"api_key", b"mypassword",
+    b"yourpassword", b"your_password", b"mysecret", b"dummy", b"fake", b"placeholder", b"redacted",
+    b"none", b"null", b"nil", b"undefined", b"empty", b"foo", b"bar", b"foobar", b"baz", b"xxx",
+    b"user", b"username", b"login", b"pw", b"p", b"pa55word", b"p@ssw0rd", b"s3cr3t", b"qwerty",
+    b"letmein", b"12345", b"123456", b"1234", b"secret123", b"password123", b"hunter2",
+    b"mysecretpassword", b"supersecret", b"yoursecret", b"db_password", b"access_token",
+}
+_MARKERS = (b"xxxx", b"****", b"....", b"####", b"your_", b"your-", b"<your", b"-here", b"_here",
+            b"changeme", b"placeholder", b"example", b"redacted", b"dummy", b"insert", b"replace",
+            b"abcdef", b"123456789", b"password", b"secret_", b"fake", b"sample", b"todo")
+_CONSTANT = re.compile(rb"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # API_SECRET, DB_PASSWORD: a name, not a value
+_TEMPLATE = re.compile(rb"^(?:\$\{?[A-Za-z_]|\$\(|%\(|%[sd]$|\{\{|\{[A-Za-z_0-9]*\}|<[^>]*>$|\[[A-Za-z_ ]+\]$"
+                       rb"|@[A-Za-z_]+@$|__[A-Z_]+__$|#\{|ENV\[|process\.env|os\.environ|getenv)")
+
+
+def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
+    """True when `value` is empty/short, a template (`${X}`, `{{ x }}`, `%(x)s`, `<x>`, `$X`),
+    masked (`****`, `xxxx`), one repeated character, or a sample word (`password`, `changeme`)."""
+    v = value.strip(b"\"' \t")
+    if len(v) < min_len:
+        return True
+    low = v.lower()
+    if low in _WORDS or _TEMPLATE.search(v) or _CONSTANT.match(v):
+        return True
+    if len(set(low)) <= 2:
+        return True
+    return any(m in low for m in _MARKERS)

@@ -1,0 +1,39 @@
+"""Credentials in URLs: `scheme://user:password@host` for any scheme (databases, brokers, HTTP,
+FTP, SSH, LDAP, caches, ...), as RFC 3986 §3.2.1 `userinfo` (deprecated there for the password
+part precisely because it leaks). The secret is the password; placeholders, template variables
+and `user == password` sample pairs (`guest:guest`) are rejected.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+from urllib.parse import unquote_to_bytes
+
+import re2
+
+from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.placeholders import is_placeholder
+
+# scheme (RFC 3986 §3.1), userinfo without '/', '?', '#', '@', whitespace or quotes, then a host.
+_URL = re2.compile(
+    rb"\b([A-Za-z][A-Za-z0-9+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{1,128})"
+    rb":([^\s@/?#\"'<>`\\]{1,256})@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})")
+_SKIP_HOST = (b"localhost:", )
+
+
+def find(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for each URL carrying a real-looking password: (offset of the password, its end, it)."""
+    for m in _URL.finditer(data):
+        user, pw = m.group(2), m.group(3)
+        if b"$" in pw[:2] or b"{" in pw or b"%(" in pw:
+            continue
+        raw = unquote_to_bytes(pw)
+        if is_placeholder(raw, min_len=3) or raw.lower() == unquote_to_bytes(user).lower():
+            continue
+        if m.group(4).startswith(b"[") and not m.group(4).rstrip(b".").endswith(b"]"):
+            continue
+        a, b = m.span(3)
+        yield Hit(a, b, pw)
+
+
+DETECTORS = (Detector("url-credentials", "Password in a URL's userinfo (scheme://user:password@host)",
+                      (b"://",), find),)
