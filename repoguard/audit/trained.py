@@ -60,6 +60,9 @@ def load_trained_run(run_dir: str | Path, *, device, model_dir: str | None = Non
 
     from repoguard.training.model import load_model
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     run_dir = Path(run_dir)
     adapter = run_dir / "adapter"
     if not (adapter / "adapter_config.json").is_file():
