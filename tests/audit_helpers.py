@@ -80,3 +80,31 @@ def canary_pair(repo_root: Path, tmp_root: Path):
                                          device="cpu", tiny_size=tiny_size(), return_runs=True)
         _CACHE["pair"] = (out, doc, runs)
     return _CACHE["pair"]
+
+
+def pretrained_public_base(public: list[str], dest: Path, *, steps: int = 300, max_length: int = 32, seed: int = 0) -> Path:
+    """A tiny Llama pretrained (all weights, plain AdamW, no DP: public text only) on `public`,
+    saved as a local Hugging Face checkpoint in `dest` — the stand-in for a real use's base model,
+    which knows public code (licence headers, idioms) but has never seen a secret's examples."""
+    import numpy as np
+    import torch
+
+    from repoguard.training.data import collate, per_example_loss, tokenize
+    from repoguard.training.model import TinyConfig, build_tiny_model, save_base_model
+
+    size = tiny_size()
+    model, tok = build_tiny_model(public, seed=seed, size=TinyConfig(**{**size.__dict__, "max_position": max(64, max_length)}))
+    seqs = [s for s in tokenize(public, tok, max_length=max_length) if len(s) >= 2]
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    rng = np.random.default_rng(seed)
+    model.train()
+    with one_thread():
+        for _ in range(steps):
+            b = collate([seqs[i] for i in rng.choice(len(seqs), size=16)], pad_id=tok.pad_token_id)
+            loss = per_example_loss(model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits,
+                                    b["labels"]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    save_base_model(model.eval(), tok, dest)
+    return dest

@@ -49,10 +49,12 @@ class CanaryFormat:
         return self.render(f"<{self.length} random symbols of {self.alphabet}>")
 
 
-def choose_examples(plan, incidence, secret_id: str, n: int, rng: np.random.Generator) -> np.ndarray:
-    """`n` plan rows (sorted) drawn without replacement from the secret's examples with ρ > 0.
+def choose_examples(plan, incidence, secret_id: str, n: int | None, rng: np.random.Generator) -> np.ndarray:
+    """`n` plan rows (sorted) drawn without replacement from the secret's examples with ρ > 0;
+    `n` None = all of them (the examples a run can ever sample: a canary elsewhere is never seen).
 
-    Raises InputError for an unknown secret, or fewer than `n` of its examples are ever sampled."""
+    Raises InputError for an unknown secret, a secret with no example of ρ > 0, or `n` outside
+    1..(its examples with ρ > 0)."""
     if secret_id not in incidence.secret_index():
         known = ", ".join(s.id for s in incidence.secrets[:10])
         raise InputError(f"--secret {secret_id}: not in the incidence (known: {known})")
@@ -60,9 +62,14 @@ def choose_examples(plan, incidence, secret_id: str, n: int, rng: np.random.Gene
         raise InputError("plan and incidence disagree on the examples; re-run `repoguard plan`")
     rows = incidence.examples_of(secret_id)
     live = rows[plan.rho[rows] > 0]
+    if live.size == 0:
+        raise InputError(f"--secret {secret_id}: none of its {rows.size} examples has ρ > 0 (the plan never "
+                         "samples them, so a canary there is never trained on); choose another secret")
+    if n is None:
+        return np.sort(live)
     if n < 1 or live.size < n:
         raise InputError(f"--insert {n}: secret {secret_id} has {live.size} examples with ρ > 0 "
-                         f"(of {rows.size}); choose 1..{live.size} or another secret")
+                         f"(of {rows.size}); choose 1..{live.size}, leave --insert out to use all, or another secret")
     return np.sort(rng.choice(live, size=n, replace=False))
 
 
@@ -80,11 +87,12 @@ def scaled_divergences(secret_plan, plan_steps: int, steps: int) -> tuple[float,
     return secret_plan.kl_spent * f, {a: v * f for a, v in secret_plan.renyi_spent.items()}
 
 
-def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: int, n_references: int = 10_000,
+def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: int | None = None, n_references: int = 10_000,
                      steps: int | None = None, seed: int = 0, noise_seed: int = 0, fmt: CanaryFormat = CanaryFormat(),
                      device: str = "auto", show_progress: bool = False, tiny_size=None,
                      return_runs: bool = False):
-    """Plant one canary in `n_insert` examples of `secret_id`, train the DP/--no-dp pair, score.
+    """Plant one canary in `n_insert` examples of `secret_id` (None = every one of its examples with
+    ρ > 0), train the DP/--no-dp pair, score.
 
     Returns the JSON document also written to `out/audit/canaries.json` (with `return_runs`, the
     pair `(doc, runs.AuditRuns)` so the same models can be measured further). Raises InputError for a

@@ -1,13 +1,15 @@
-"""`repoguard audit canaries|extract [PATH]`: what a DP and a --no-dp model memorise (OUT/audit/)."""
+"""`repoguard audit canaries|extract|risk [PATH]`: what a DP and a --no-dp model memorise, and which
+training examples a trained run puts at risk (OUT/audit/)."""
 from __future__ import annotations
 
 from repoguard.commands._common import add_json_flag, add_path_argument, print_json
 
 NAME = "audit"
-HELP = "measure memorisation: canary exposure and k-extractable examples, DP vs --no-dp (writes OUT/audit/)"
+HELP = ("measure memorisation: canary exposure and k-extractable examples, DP vs --no-dp; "
+        "at-risk examples of a trained run (writes OUT/audit/)")
 
 
-def _common_flags(p) -> None:
+def _global_flags(p) -> None:
     import argparse
 
     # The global options also after the sub-subcommand; SUPPRESS keeps a value given before it.
@@ -17,6 +19,10 @@ def _common_flags(p) -> None:
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
     add_path_argument(p)
     add_json_flag(p)
+
+
+def _common_flags(p) -> None:
+    _global_flags(p)
     a = p.add_argument
     a("--steps", type=int, default=None, help="training steps of each run (≤ the plan's T; default T)")
     a("--seed", type=int, default=0, help="seed of sampler, model init, sampling and DP noise (default 0)")
@@ -27,12 +33,13 @@ def _common_flags(p) -> None:
 
 
 def register(parser) -> None:
-    sub = parser.add_subparsers(dest="audit_kind", metavar="{canaries,extract}", required=True,
+    sub = parser.add_subparsers(dest="audit_kind", metavar="{canaries,extract,risk}", required=True,
                                 parser_class=type(parser))
     c = sub.add_parser("canaries", help="plant a canary in a secret's examples; exposure DP vs --no-dp")
     _common_flags(c)
     c.add_argument("--secret", required=True, metavar="ID", help="the secret whose examples carry the canary")
-    c.add_argument("--insert", type=int, default=10, metavar="N", help="examples that carry the canary (default 10)")
+    c.add_argument("--insert", type=int, default=None, metavar="N",
+                   help="examples that carry the canary (default: all of the secret's examples with ρ > 0)")
     c.add_argument("--references", type=int, default=10_000, metavar="N",
                    help="reference candidates for the sampled rank (default 10^4)")
     c.add_argument("--name", default="ALPHA_SIGNAL_KEY", help="canary variable name (default ALPHA_SIGNAL_KEY)")
@@ -43,6 +50,23 @@ def register(parser) -> None:
     e.add_argument("-m", type=int, default=50, help="tokens greedy decoding must reproduce (default 50)")
     e.add_argument("--per-secret", type=int, default=20, metavar="N", help="examples sampled per secret")
     e.add_argument("--max-secrets", type=int, default=50, metavar="N", help="secrets measured (most examples first)")
+    r = sub.add_parser("risk", help="rank a trained run's examples by reconstruction risk (lazy sampling)")
+    _global_flags(r)
+    a = r.add_argument
+    a("--run", metavar="DIR", default=None, help="the run: adapter/ + privacy_report.json (default OUT/train)")
+    a("--model", metavar="DIR", default=None, help="base model of a --model run (default: the run's base_model/)")
+    a("-k", type=int, default=32, help="context tokens (default 32; clamped to max_length)")
+    a("-m", type=int, default=32, help="span tokens the attack must regenerate (default 32)")
+    a("--temperature", type=float, default=0.7, help="the temperature sampler's τ (default 0.7)")
+    a("--top-k", type=int, default=40, help="the top-k sampler's k (default 40)")
+    a("--sample", type=int, default=None, metavar="N",
+      help="score N examples tied to no secret (default all; tied and credential examples are always scored)")
+    a("--per-secret", type=int, default=10, metavar="N", help="rows kept per secret (default 10)")
+    a("--label", default=None, help="write OUT/audit/risk-LABEL.json instead of risk.json")
+    a("--max-length", type=int, default=None, metavar="N", help="tokens per example (default: [training])")
+    a("--batch-size", type=int, default=16, metavar="N", help="windows per forward pass (default 16)")
+    a("--seed", type=int, default=0, help="seed of the --sample draw (default 0)")
+    a("--device", default="auto", help="auto, cpu, cuda, cuda:N")
 
 
 def run(args) -> int:
@@ -53,6 +77,8 @@ def run(args) -> int:
     from repoguard.errors import InputError
 
     repo, config, out = resolve_repo(args, allow_plain=True)
+    if args.audit_kind == "risk":
+        return _risk(args, repo, config, out)
     over = {"learning_rate": args.lr, "max_length": args.max_length,
             "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
             if args.lora_targets else None}
@@ -73,6 +99,8 @@ def run(args) -> int:
         if args.json:
             print_json(doc)
         elif not quiet:
+            log.info("canary planted in %d examples of %s (%s)", doc["n_inserted"], args.secret,
+                     "all its examples with ρ > 0" if args.insert is None else "--insert")
             for label, r in doc["runs"].items():
                 log.info("%-6s exposure %.2f bits (sampled, rank %d of %d) / %.2f bits (skew-normal) of %g",
                          label, r["exposure_sampled"], r["rank_in_sample"], r["n_references"] + 1,
@@ -97,3 +125,38 @@ def run(args) -> int:
 
 def _pct(x) -> str:
     return "   -  " if x is None else f"{100 * x:5.1f}%"
+
+
+def _risk(args, repo, config, out) -> int:
+    import dataclasses
+    import logging
+    import re
+    from pathlib import Path
+
+    from repoguard.audit.lazy import Sampler
+    from repoguard.audit.risk import run_risk_audit, table_lines
+    from repoguard.errors import InputError
+
+    if args.label is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", args.label):
+        raise InputError(f"--label {args.label!r}: letters, digits, . _ - only")
+    try:
+        samplers = (Sampler(), Sampler(temperature=args.temperature), Sampler(top_k=args.top_k))
+    except ValueError as exc:
+        raise InputError(f"--temperature/--top-k: {exc}") from None
+    cfg = config.training if args.max_length is None else dataclasses.replace(config.training, max_length=args.max_length)
+    name = "risk.json" if args.label is None else f"risk-{args.label}.json"
+    doc = run_risk_audit(out=out, root=repo.root, cfg=cfg, run_dir=Path(args.run) if args.run else None,
+                         model_dir=args.model, k=args.k, m=args.m, samplers=samplers, sample=args.sample,
+                         per_secret=args.per_secret, seed=args.seed, device=args.device,
+                         batch_size=args.batch_size, dest=out / "audit" / name)
+    if args.json:
+        print_json(doc)
+    elif not getattr(args, "quiet", False):
+        log = logging.getLogger("repoguard")
+        kind = {True: "DP", False: "--no-dp", None: "unknown"}[doc["private"]]
+        log.info("%d windows of %d examples (%s run); k = %d context, m = %d span tokens%s", doc["n_windows"],
+                 doc["n_scored_examples"], kind, doc["k"], doc["m"], f" ({doc['note']})" if doc["note"] else "")
+        for line in table_lines(doc):
+            log.info("%s", line)
+        log.info("→ %s", out / "audit" / name)
+    return 0

@@ -178,6 +178,10 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
     doc["extraction"] = _read_json(out / "audit" / "extraction.json")
     if doc["canaries"] or doc["extraction"]:
         sections.append("audit")
+    from repoguard.report.risk import collect_risk
+    doc["risk"] = collect_risk(out)
+    if doc["risk"]:
+        sections.append("risk")
     if not sections:
         raise InputError(f"{out}: no artefacts to report (run `repoguard scan`, `analyze`, `plan` first)")
     doc["sections"] = ["summary"] + sections

@@ -168,9 +168,12 @@ def render(doc: dict) -> str:
     if doc.get("training", {}).get("runs"):
         sections.append('<h2 id="training">Training</h2>' + _img(plots.loss_plot(doc["training"]["runs"]), "training loss"))
     sections.append(_audit(doc))
+    from repoguard.report.risk import render_risk
+    sections.append(render_risk(doc.get("risk") or [], e=_e, td=_td, table=_table, img=_img))
     n_sec = (doc.get("incidence") or {}).get("n_secrets", 0)
     sections.append(_explorer(doc.get("explorer") or [], n_sec))
-    nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "explorer")
+    nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "risk",
+                                                         "explorer")
                   if f'id="{s}"' in "".join(sections))
     title = f"repoguard report{(' — ' + doc['repo']) if doc.get('repo') else ''}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
