@@ -450,18 +450,6 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
 
     settle(order[:SCREEN])                       # the likely-binding groups, one by one
     rest = order[SCREEN:]
-    if method == "best" and rest:
-        # more groups need the Neyman–Pearson bound at this σ than the budget can certify: do
-        # not start (σ then comes from the divergence bounds, as it would once the budget ran out)
-        # (estimated on the next chunk, the most demanding groups, so it errs towards refusing)
-        head = rest[:PREFETCH]
-        cal.prefetch([groups[i] for i in head], sigma)
-        need_np = sum(1 for i in head if not cal.fdiv_ok(groups[i], sigma).all()
-                      and not cal.table_bound(groups[i], sigma, cal.r[groups[i].members] * (1 - 1e-9))
-                      ) * len(rest) // len(head)
-        if need_np > cal.pld_budget - cal.pld_evaluations:
-            cal.pld_budget = cal.pld_evaluations
-            cal.pld_skipped = need_np
     for lo in range(0, len(rest), PREFETCH):     # everyone else: one vectorised check each
         chunk = rest[lo:lo + PREFETCH]
         cal.prefetch([groups[i] for i in chunk], sigma)
