@@ -53,7 +53,7 @@ def test_edit_detected(tmp_path):
     path = _three(tmp_path)
     lines = path.read_text().splitlines()
     e = json.loads(lines[1])
-    e["secrets"]["alpha"]["kl"] = 0.0                     # pretend the run spent nothing
+    e["sigma"] = 99.0                                      # pretend the run used more noise
     lines[1] = json.dumps(e, sort_keys=True, separators=(",", ":"))
     path.write_text("\n".join(lines) + "\n")
     v = verify(path)
@@ -70,7 +70,7 @@ def test_rehashed_edit_detected_by_chain(tmp_path):
     path = _three(tmp_path)
     lines = path.read_text().splitlines()
     e = json.loads(lines[0])
-    e["secrets"]["alpha"]["kl"] = 0.0
+    e["sigma"] = 99.0
     e["hash"] = entry_hash(e)                              # a careful forger recomputes the hash
     lines[0] = canonical(e).decode()
     path.write_text("\n".join(lines) + "\n")

@@ -25,6 +25,7 @@ from repoguard.accounting.bounds import kl_bound, renyi_bound
 from repoguard.accounting.batch import batch_mixtures, batch_step_divergences
 from repoguard.accounting.divergences import ADJACENCIES, DEFAULT_ALPHAS, Mixture, step_divergences
 from repoguard.accounting.pld import pld_bound
+from repoguard.accounting.pld_table import PoissonTable, dominating_lambda, grid_index
 
 METHODS = ("best", "kl", "renyi")
 PLD_H = (1e-2, 2e-3)     # loss-grid steps of the Neyman–Pearson bound: a cheap screen, then fine
@@ -82,12 +83,14 @@ def _hellinger_target(r: np.ndarray, p: np.ndarray, al: np.ndarray) -> np.ndarra
 class _Group:
     """Secrets sharing one ρ multiset; caches the last evaluation."""
 
-    def __init__(self, mix: Mixture, members: np.ndarray, lam: float) -> None:
+    def __init__(self, mix: Mixture, members: np.ndarray, lam: float, lam_dom: float = math.inf) -> None:
         self.mix = mix
         self.members = members
         self.lam = lam
+        self.lam_dom = lam_dom             # −Σ log(1−ρ): its Poisson law dominates the mixing law
         self.cache: tuple[float, tuple[float, np.ndarray]] | None = None
         self.pld: tuple | None = None      # (σ, bounds, ε per member, fine grid done)
+        self.pld_src = ""                  # "table" (Poisson table) or "group" (its own mixture)
 
 
 class _Calibrator:
@@ -120,6 +123,30 @@ class _Calibrator:
         self.pld_evaluations = 0
         self.pld_budget = pld_budget
         self.pld_skipped = 0          # groups that needed the bound when the budget was refused
+        self.n_max = max([g.mix.n for g in groups] + [1])
+        self.eps_max = float(np.log(1.0 / self.p.min())) if len(self.p) else 1.0
+        self.table: PoissonTable | None = None
+        self.table_evaluations = 0
+
+    def table_bound(self, g: _Group, sigma: float, need: np.ndarray) -> bool:
+        """Try to certify g at σ by the Poisson table (`pld_table.py`): coarse loss grid, then
+        fine; on success g.pld holds the table's bounds (valid upper bounds) and True is
+        returned. Only for groups whose members have no earlier runs."""
+        if self.method != "best" or not math.isfinite(g.lam_dom) or g.lam_dom <= 0 \
+                or not all(self.hist[j] == () for j in g.members):
+            return False
+        if self.table is None or self.table.a != self.s / sigma:
+            if self.table is not None:
+                self.table_evaluations += self.table.evaluations
+            self.table = PoissonTable(self.s / sigma, self.steps, self.n_max, self.eps_max)
+        k = int(grid_index(g.lam_dom))
+        for h in PLD_H:
+            b, e = self.table.bound(k, self.p[g.members], h)
+            if np.all(b <= need):
+                g.pld = (sigma, b, e, False)     # valid, not the tightest: never 'fine'
+                g.pld_src = "table"
+                return True
+        return False
 
     def pld(self, g: _Group, sigma: float, *, need=None) -> tuple[np.ndarray, np.ndarray]:
         """Neyman–Pearson bounds (and their ε) of g's members at σ, composed with each member's
@@ -130,6 +157,12 @@ class _Calibrator:
         c = g.pld
         if c is not None and c[0] == sigma and (c[3] or (need is not None and np.all(c[1][fresh] <= need[fresh]))):
             return c[1], c[2]
+        # a certificate found at a smaller σ still holds: more noise is post-processing, so the
+        # bound at σ is at most the one computed at σ' ≤ σ (an upper bound there)
+        if c is not None and need is not None and c[0] <= sigma and np.all(c[1][fresh] <= need[fresh]):
+            return c[1], c[2]
+        if need is not None and self.table_bound(g, sigma, need):
+            return g.pld[1], g.pld[2]
         out, at = np.full(g.members.size, np.inf), np.zeros(g.members.size)
         if self.pld_evaluations >= self.pld_budget:
             return out, at                      # budget spent: no certificate (σ stays valid)
@@ -150,6 +183,7 @@ class _Calibrator:
                     fine = fine and h == PLD_H[-1]
                     break
         g.pld = (sigma, out, at, fine)
+        g.pld_src = "group"
         return out, at
 
     def divergences(self, g: _Group, sigma: float) -> tuple[float, np.ndarray]:
@@ -224,6 +258,11 @@ class _Calibrator:
             idx = g.members
             if not all(self.hist[j] == () for j in idx) or self.fdiv_ok(g, sigma).all():
                 continue
+            need = self.r[idx] * (1 - 1e-9)
+            if g.pld is not None and g.pld[0] <= sigma and np.all(g.pld[1] <= need):
+                continue                    # certified at a smaller σ: holds at σ (see `pld`)
+            if self.table_bound(g, sigma, need):
+                continue
             todo.append(g)
         todo.sort(key=lambda g: -g.lam)
         for lo in range(0, len(todo), ENVELOPE):
@@ -246,6 +285,7 @@ class _Calibrator:
                 for g in gs:
                     n = g.members.size
                     g.pld = (sigma, b[k:k + n], e[k:k + n], h == PLD_H[-1])
+                    g.pld_src = "envelope"
                     k += n
                 return
         half = len(gs) // 2
@@ -385,7 +425,8 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
     skl = np.zeros(ns) if spent_kl is None else np.asarray(spent_kl, float)
     sre = np.zeros((ns, len(al))) if spent_renyi is None else np.asarray(spent_renyi, float)
     sets, members = group_secrets(secret_rhos)
-    groups = [_Group(mx, m, float(st.sum())) for mx, m, st in zip(batch_mixtures(sets), members, sets)]
+    groups = [_Group(mx, m, float(st.sum()), dominating_lambda(st))
+              for mx, m, st in zip(batch_mixtures(sets), members, sets)]
     cal = _Calibrator(groups, p, r, steps, method, adjacency, np.asarray(al), skl, sre, spent_pairs, pld_budget)
     # secrets already over budget at σ → ∞ (spent alone breaks the target) are infeasible
     over = _over_budget(cal)
@@ -409,16 +450,6 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
 
     settle(order[:SCREEN])                       # the likely-binding groups, one by one
     rest = order[SCREEN:]
-    if method == "best" and rest:
-        # more groups need the Neyman–Pearson bound at this σ than the budget can certify: do
-        # not start (σ then comes from the divergence bounds, as it would once the budget ran out)
-        # (estimated on the next chunk, the most demanding groups, so it errs towards refusing)
-        head = rest[:PREFETCH]
-        cal.prefetch([groups[i] for i in head], sigma)
-        need_np = sum(1 for i in head if not cal.fdiv_ok(groups[i], sigma).all()) * len(rest) // len(head)
-        if need_np > cal.pld_budget - cal.pld_evaluations:
-            cal.pld_budget = cal.pld_evaluations
-            cal.pld_skipped = need_np
     for lo in range(0, len(rest), PREFETCH):     # everyone else: one vectorised check each
         chunk = rest[lo:lo + PREFETCH]
         cal.prefetch([groups[i] for i in chunk], sigma)
@@ -437,7 +468,11 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
             pairs[j] = (g.mix, cal.s / sigma, steps)
     stats = {"secrets": ns, "groups": len(groups), "evaluations": cal.evaluations, "bisections": bisections,
              "pld_evaluations": cal.pld_evaluations, "pld_budget_spent": cal.pld_evaluations >= cal.pld_budget,
-             "pld_refused_groups": cal.pld_skipped}
+             "pld_refused_groups": cal.pld_skipped,
+             "pld_table_evaluations": cal.table_evaluations + (cal.table.evaluations if cal.table else 0),
+             "pld_certified_by": {src: sum(1 for g in groups if g.pld_src == src and g.pld is not None
+                                           and any(evals.binding[j].startswith("pld") for j in g.members))
+                                  for src in ("table", "envelope", "group")}}
     return Calibration(float(sigma), evals, al, stats, pairs)
 
 

@@ -3,26 +3,40 @@ divergence each secret spent in it.
 
 KL and Rényi divergences add under composition, across steps and across runs [Hush §4], so the
 ledger is the sum that later plans start from (DESIGN.md "Ledger"). Format (`OUT/ledger.jsonl`,
-format version 1): one JSON object per line,
+format version 2): one JSON object per line,
 
-    {"v": 1, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),
+    {"v": 2, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),
      "plan_digest", "sigma", "batch_size", "steps", "steps_completed", "status", "accountant",
-     "adjacency", "secrets": {id: {"kl": nats, "renyi": {"α": nats}, "pair": {...} | null}},
+     "adjacency", "n_secrets",
+     "spending": {"file": "run-<k>.parquet", "sha256"},     per-secret spending of this entry
+     "summary": {"file": "summary-<k>.parquet", "sha256"},  state carried forward (below)
      "hash": <sha256>}
 
-"pair" is the run's dominating pair of that secret (`pld.pair_record`: a = s/σ, the steps
-completed, the mixing law), so that a later plan can compose the privacy-loss distributions of
-all runs for the Neyman–Pearson bound (`pld.py`); null when the secret could not be sampled.
-Entries written before pairs were recorded lack the key; the secret's earlier runs then count
-as unknown to that bound, and only the divergences are used.
+Side files live in `ledger.jsonl.d/` beside the (symlink-resolved) ledger; their layout is in
+`ledger_state.py`. Per secret an entry spends {"kl": nats, "renyi": {"α": nats}, "pair": {...} |
+null}: "pair" is the run's dominating pair (`pld.pair_record`: a = s/σ, the steps completed, the
+mixing law), so a later plan can compose privacy-loss distributions for the Neyman–Pearson bound
+(`pld.py`); null when the secret could not be sampled.
+
+Carried-forward state. `summary-<k>` holds, per secret, the divergences summed over every run
+whose last entry up to k is "completed" and those runs' pairs merged (`ledger_state.State`). A
+plan reads that one file plus the spending files of the few runs still open (last entry not
+"completed"), not every earlier entry; only the newest summary is kept (older ones are
+superseded checkpoints and are deleted after the append; their digests stay in the chain).
+
+Format 1 (before side files): the per-secret records sit inline under "secrets" (older entries
+may lack "pair"; the secret's earlier runs then count as unknown to the Neyman–Pearson bound).
+Such entries are still read, verified and composed; the first format-2 append computes the
+summary from them.
 
 `hash` is the SHA-256 of the entry's canonical JSON (sorted keys, no spaces) without "hash";
 `prev` chains it to the entry before, so an edit, a deletion or a reordering anywhere breaks the
-chain. A sidecar `ledger.jsonl.head` (written atomically after each append) holds the count and
-the last hash, which catches truncation of whole lines at the end; an append whose head update
-was interrupted shows as one verified entry beyond the head and is accepted with a note. Appends
-take an exclusive `fcntl` lock and are fsync'ed; a torn last line (crash mid-write) fails
-verification until repaired by hand.
+chain, and the side files' digests are inside the hashed entry, so an edited, swapped or missing
+side file is caught too. A sidecar `ledger.jsonl.head` (written atomically after each append)
+holds the count and the last hash, which catches truncation of whole lines at the end; an append
+whose head update was interrupted shows as one verified entry beyond the head and is accepted
+with a note. Appends take an exclusive `fcntl` lock and are fsync'ed; a torn last line (crash
+mid-write) fails verification until repaired by hand.
 
 Spending: a run may be recorded several times (started, checkpoints, completed); the *last*
 entry of each run id counts. Rényi orders missing from an entry count as +inf (unknown).
@@ -39,10 +53,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from repoguard.accounting import ledger_state as ls
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError, PolicyError
 
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 GENESIS = "0" * 64
 STATUSES = ("started", "running", "completed", "interrupted", "failed")
 
@@ -71,6 +87,24 @@ def plan_digest(plan) -> str:
 
 def _head_path(path: Path) -> Path:
     return path.with_name(path.name + ".head")
+
+
+def side_dir(path: str | Path) -> Path:
+    """The side-file directory of ledger `path`: `<ledger>.d` beside the symlink-resolved file."""
+    real = Path(path).resolve()
+    return real.with_name(real.name + ".d")
+
+
+def entry_secrets(path: str | Path, e: dict) -> dict:
+    """One entry's per-secret records {sid: {"kl", "renyi", "pair"?}}: inline (format 1) or from
+    its spending file (format 2). Raises PolicyError if the file is missing or unreadable."""
+    if "spending" not in e:
+        return e.get("secrets", {})
+    f = side_dir(path) / str(e["spending"]["file"])
+    try:
+        return ls.read_run(f)
+    except (OSError, ValueError, KeyError) as exc:
+        raise PolicyError(f"{f}: ledger spending file unreadable ({exc})") from None
 
 
 @contextlib.contextmanager
@@ -108,9 +142,26 @@ def read_entries(ledger_path: str | Path) -> list[dict]:
     return out
 
 
-def verify(ledger_path: str | Path) -> dict:
-    """Check the whole chain. Returns {"ok", "entries", "problems": [str], "notes": [str],
-    "last_hash"}; never raises for tampering (the caller decides), only for unreadable files."""
+def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
+    """Problems with one side file named by an entry: missing, or its SHA-256 differs."""
+    try:
+        f = side_dir(path) / str(ref["file"])
+        want = str(ref["sha256"])
+    except (TypeError, KeyError):
+        return [f"{where}: malformed {what} reference"]
+    if "/" in str(ref["file"]) or not f.is_file():
+        return [f"{where}: {what} file {f} missing (deleted or ledger truncated?)"]
+    if ls.file_digest(f) != want:
+        return [f"{where}: {what} file {f.name} does not match its digest (edited or swapped)"]
+    return []
+
+
+def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = False) -> dict:
+    """Check the whole chain. With `side_files` every spending file's digest is checked too (the
+    last entry's and the newest summary's always are); with `deep` the newest summary is also
+    recomputed from every entry's spending and compared (it must equal the full composition).
+    Returns {"ok", "entries", "problems": [str], "notes": [str], "last_hash"}; never raises for
+    tampering (the caller decides), only for unreadable files."""
     path = Path(ledger_path)
     problems: list[str] = []
     notes: list[str] = []
@@ -127,6 +178,13 @@ def verify(ledger_path: str | Path) -> dict:
             problems.append(f"{where}: chain broken (prev hash does not match entry {k})")
         if e.get("hash") != entry_hash(e):
             problems.append(f"{where}: entry hash mismatch (edited)")
+        if e.get("v") not in READABLE_VERSIONS:
+            problems.append(f"{where}: ledger format {e.get('v')!r} is not one this version reads "
+                            f"({', '.join(map(str, READABLE_VERSIONS))}); upgrade repoguard")
+        if "spending" in e and (side_files or k == len(entries) - 1):
+            problems += _check_side(path, e["spending"], where, "spending")
+        if "summary" in e and k == len(entries) - 1:
+            problems += _check_side(path, e["summary"], where, "summary")
         prev = e.get("hash", "")
     head = _head_path(path)
     if head.exists():
@@ -146,8 +204,36 @@ def verify(ledger_path: str | Path) -> dict:
                 notes.append(f"{len(entries) - count} entry(ies) beyond the head (interrupted head update)")
     elif entries:
         problems.append(f"{head}: missing head file (ledger truncated or replaced?)")
+    if deep and not problems and entries and "summary" in entries[-1]:
+        problems += _deep_check(path, entries)
     return {"ok": not problems, "entries": len(entries), "problems": problems, "notes": notes,
             "last_hash": prev if entries else GENESIS}
+
+
+def _deep_check(path: Path, entries: list[dict]) -> list[str]:
+    """The newest summary against the state recomputed from every entry's spending file."""
+    want = _state_from_entries(path, entries)
+    have = ls.read_state(side_dir(path) / entries[-1]["summary"]["file"])
+    bad = [sid for sid in want.kl.keys() | have.kl.keys()
+           if sid not in want.kl or sid not in have.kl
+           or not math.isclose(want.kl[sid], have.kl[sid], rel_tol=1e-9, abs_tol=1e-300)
+           or want.ren[sid].keys() != have.ren[sid].keys()
+           or any(not math.isclose(want.ren[sid][a], have.ren[sid][a], rel_tol=1e-9) for a in want.ren[sid])
+           or (want.pairs.get(sid, []) is None) != (have.pairs.get(sid, []) is None)]
+    return [f"{path}: summary of entry {len(entries)} differs from the composition of the entries for "
+            f"{len(bad)} secret(s), e.g. {sorted(bad)[:3]}"] if bad else []
+
+
+def _state_from_entries(path: Path, entries: list[dict]) -> ls.State:
+    """Carried-forward state after `entries` (completed runs only), computed from scratch."""
+    last: dict[str, dict] = {}
+    for e in entries:
+        last.pop(e["run_id"], None)
+        last[e["run_id"]] = e
+    st = ls.State()
+    for e in sorted((e for e in last.values() if e.get("status") == "completed"), key=lambda e: e["seq"]):
+        st.add(entry_secrets(path, e))
+    return st
 
 
 def _finite(x: float) -> bool:
@@ -173,18 +259,49 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
         secrets[s.id] = {"kl": s.kl_spent * frac,
                          "renyi": {a: v * frac for a, v in s.renyi_spent.items() if _finite(v)},
                          "pair": pair if steps_completed > 0 else None}
+    fields = {"run_id": str(run_id), "plan_digest": plan_digest(plan), "sigma": plan.sigma,
+              "batch_size": plan.batch_size, "steps": plan.steps, "steps_completed": int(steps_completed),
+              "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
+    return append_entry(path, fields, secrets)
+
+
+def append_entry(ledger_path: str | Path, fields: dict, secrets: dict) -> dict:
+    """Append one format-2 entry: `fields` (run_id, status and the run's scalars) and `secrets`
+    ({sid: {"kl", "renyi", "pair"}}) written to a spending file; the carried-forward summary is
+    updated from the previous one (module docstring). Returns the entry, with "secrets" added
+    for the caller (not stored inline). Raises PolicyError if the ledger fails verification."""
+    path = Path(ledger_path)
+    if fields.get("status") not in STATUSES:
+        raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {fields.get('status')!r}")
     with _locked(path):
-        check = verify(path)
+        check = verify(path, side_files=False)
         if not check["ok"]:
             raise PolicyError(f"{path}: refusing to append to a ledger that fails verification: {check['problems'][0]}")
+        entries = read_entries(path)
         n = check["entries"]
-        entry = {
-            "v": LEDGER_VERSION, "seq": n, "prev": check["last_hash"], "run_id": str(run_id),
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "plan_digest": plan_digest(plan), "sigma": plan.sigma, "batch_size": plan.batch_size,
-            "steps": plan.steps, "steps_completed": int(steps_completed), "status": status,
-            "accountant": plan.accountant, "adjacency": plan.adjacency, "secrets": secrets,
-        }
+        d = side_dir(path)
+        d.mkdir(parents=True, exist_ok=True)
+        run_file = f"run-{n:08d}.parquet"
+        entry = {"v": LEDGER_VERSION, "seq": n, "prev": check["last_hash"],
+                 "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields,
+                 "n_secrets": len(secrets),
+                 "spending": {"file": run_file, "sha256": ls.write_run(d / run_file, secrets)}}
+        last = _last_status(entries)
+        prev_summary = entries[-1].get("summary") if entries else None
+        rid = str(fields["run_id"])
+        if last.get(rid) == "completed" or (prev_summary is None and entries):
+            # a completed run recorded again, or a format-1 ledger: compose from the entries
+            state = _state_from_entries(path, entries + [entry])
+        elif fields["status"] == "completed":
+            state = ls.read_state(d / prev_summary["file"]) if prev_summary else ls.State()
+            state.add(secrets)
+        else:
+            state = None                      # an open run: the summary does not change
+        if state is None and prev_summary is not None:
+            entry["summary"] = dict(prev_summary)
+        else:
+            name = f"summary-{n:08d}.parquet"
+            entry["summary"] = {"file": name, "sha256": ls.write_state(d / name, state or ls.State())}
         entry["hash"] = entry_hash(entry)
         line = canonical(entry) + b"\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -194,11 +311,19 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
         finally:
             os.close(fd)
         atomic_write_json(_head_path(path), {"count": n + 1, "last_hash": entry["hash"]})
-    return entry
+        for f in d.glob("summary-*.parquet"):     # superseded checkpoints
+            if f.name != entry["summary"]["file"]:
+                f.unlink(missing_ok=True)
+    return {**entry, "secrets": secrets}
+
+
+def _last_status(entries: list[dict]) -> dict[str, str]:
+    """{run_id: status of its last entry}."""
+    return {e["run_id"]: e.get("status") for e in entries}
 
 
 def _verified_entries(path: Path) -> list[dict]:
-    check = verify(path)
+    check = verify(path, side_files=False)      # the chain, the last entry's and summary's files
     if not check["ok"]:
         raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it")
@@ -214,49 +339,69 @@ def _last_per_run(entries: list[dict], skip_run: str | None) -> list[dict]:
     return list(last.values())
 
 
-def spending(ledger_path: str | Path) -> tuple[dict, dict]:
-    """`(spent_of(entries), pairs_of(entries))` from one verified read of the ledger. Raises
-    PolicyError if the ledger fails verification."""
-    entries = _verified_entries(Path(ledger_path))
-    return spent_of(entries), pairs_of(entries)
+def spending(ledger_path: str | Path, *, skip_run: str | None = None) -> tuple[dict, dict]:
+    """`(spent, pairs)` — what each secret has spent ({sid: (kl nats, {α: Rényi nats})}) and its
+    earlier runs' pair records (list, or None where unknown) — over the last entry of every run id
+    except `skip_run`. Reads the newest carried-forward summary plus the open runs' spending files
+    (module docstring); a format-1 ledger, or a `skip_run` that already completed, is composed
+    from the entries. Raises PolicyError if the ledger fails verification."""
+    path = Path(ledger_path)
+    entries = _verified_entries(path)
+    if not entries:
+        return {}, {}
+    last = _last_status(entries)
+    summary = entries[-1].get("summary")
+    if summary is None or last.get(skip_run) == "completed":
+        kept = _last_per_run(entries, skip_run)
+        return spent_of(kept, path=path), pairs_of(kept, path=path)
+    state = ls.read_state(side_dir(path) / summary["file"])
+    lasts = {e["run_id"]: e for e in entries}
+    for e in sorted(lasts.values(), key=lambda e: e["seq"]):
+        if e.get("status") == "completed" or e["run_id"] == skip_run:
+            continue
+        if "spending" in e:
+            bad = _check_side(path, e["spending"], f"{path}:{e['seq'] + 1}", "spending")
+            if bad:
+                raise PolicyError(f"{bad[0]}; refusing to plan against it")
+        state.add(entry_secrets(path, e))
+    return state.spent(), dict(state.pairs)
 
 
 def spent(ledger_path: str | Path) -> dict[str, tuple[float, dict[str, float]]]:
     """What each secret has spent: {secret_id: (kl nats, {α (str): Rényi nats})}, the sum over
     run ids of each run's last entry. An α absent from any counted entry of a secret is dropped
     (= +inf). Raises PolicyError if the ledger fails verification."""
-    return spent_of(_verified_entries(Path(ledger_path)))
+    return spending(ledger_path)[0]
 
 
-def spent_of(entries: list[dict], skip_run: str | None = None) -> dict[str, tuple[float, dict[str, float]]]:
-    """`spent` over already-read entries, leaving out run id `skip_run`."""
-    out: dict[str, tuple[float, dict[str, float] | None]] = {}
+def spent_of(entries: list[dict], skip_run: str | None = None, *, path: str | Path | None = None
+             ) -> dict[str, tuple[float, dict[str, float]]]:
+    """`spent` composed from the raw entries (the last of each run id, leaving out `skip_run`);
+    `path` (the ledger) is needed to read format-2 entries' spending files."""
+    st = ls.State()
     for e in _last_per_run(entries, skip_run):
-        for sid, d in e.get("secrets", {}).items():
-            kl, ren = out.get(sid, (0.0, None))
-            r = {str(a): float(v) for a, v in d.get("renyi", {}).items()}
-            ren = r if ren is None else {a: ren[a] + r[a] for a in ren.keys() & r.keys()}
-            out[sid] = (kl + float(d.get("kl", 0.0)), ren)
-    return {k: (v[0], v[1] or {}) for k, v in out.items()}
+        st.add(_secrets_for(e, path), merge=False)
+    return st.spent()
 
 
 def spent_pairs(ledger_path: str | Path) -> dict[str, list[dict] | None]:
-    """Each secret's earlier runs as pair records ({"a", "steps", "m", "logw", "n"}), from the
-    last entry of every run id; None for a secret some counted entry spent on without recording
-    its pair. Raises PolicyError if the ledger fails verification."""
-    return pairs_of(_verified_entries(Path(ledger_path)))
+    """Each secret's earlier runs as pair records ({"a", "steps", "m", "logw", "n"}); None for a
+    secret some counted entry spent on without recording its pair. Raises PolicyError if the
+    ledger fails verification."""
+    return spending(ledger_path)[1]
 
 
-def pairs_of(entries: list[dict], skip_run: str | None = None) -> dict[str, list[dict] | None]:
-    """`spent_pairs` over already-read entries, leaving out run id `skip_run`."""
-    out: dict[str, list[dict] | None] = {}
+def pairs_of(entries: list[dict], skip_run: str | None = None, *, path: str | Path | None = None
+             ) -> dict[str, list[dict] | None]:
+    """`spent_pairs` composed from the raw entries (every run's pair, unmerged), leaving out
+    `skip_run`; `path` as in `spent_of`."""
+    st = ls.State()
     for e in _last_per_run(entries, skip_run):
-        for sid, d in e.get("secrets", {}).items():
-            have = out.get(sid, [])
-            if "pair" not in d:
-                out[sid] = None if float(d.get("kl", 0.0)) > 0 or have is None else have
-                continue
-            if have is not None and d["pair"] is not None:
-                have = have + [d["pair"]]
-            out[sid] = have
-    return out
+        st.add(_secrets_for(e, path), merge=False)
+    return dict(st.pairs)
+
+
+def _secrets_for(e: dict, path) -> dict:
+    if "spending" in e and path is None:
+        raise ValueError("format-2 ledger entries need the ledger path to read their spending files")
+    return entry_secrets(path, e) if path is not None else e.get("secrets", {})

@@ -9,6 +9,8 @@ def register(parser) -> None:
     from repoguard.commands._common import add_json_flag, add_path_argument
 
     parser.add_argument("action", choices=("show", "verify"), help="show spending, or verify the chain")
+    parser.add_argument("--deep", action="store_true",
+                        help="verify: also recompute the carried-forward summary from every entry")
     add_path_argument(parser)
     add_json_flag(parser)
 
@@ -19,7 +21,7 @@ def run(args) -> int:
 
     _repo, _config, out = resolve_repo(args, allow_plain=True)
     path = out / "ledger.jsonl"
-    check = verify(path)
+    check = verify(path, deep=getattr(args, "deep", False))
     if args.action == "verify":
         if args.json:
             print_json({"ledger": str(path), **check})

@@ -71,9 +71,8 @@ class LedgerGuard:
                               "recorded after this plan was made; its σ no longer keeps every secret's "
                               "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
                               "interrupted run of this plan)")
-        from repoguard.accounting.ledger import pairs_of
-
-        over = exceeded(plan, spent_by_others(entries, own_run), pairs_of(entries, own_run))
+        spent, pairs = mod.spending(self.path, skip_run=own_run)
+        over = exceeded(plan, spent, pairs)
         if over:
             desc = ", ".join(f"{sid} (bound {b:.3g} > r {r:.3g})" for sid, b, r in over[:5])
             raise PolicyError(f"{self.path}: this run would exceed the privacy ledger for "
@@ -85,12 +84,13 @@ class LedgerGuard:
                                   status=status)
 
 
-def spent_by_others(entries: list[dict], own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
+def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
     """{secret: (KL nats, {α: Rényi nats})} summed over the last entry of every run except
-    `own_run`; an α missing from any counted entry is dropped (it counts as +inf)."""
-    from repoguard.accounting.ledger import spent_of
+    `own_run` (from the ledger's carried-forward summary); an α missing from any counted entry is
+    dropped (it counts as +inf)."""
+    from repoguard.accounting.ledger import spending
 
-    return spent_of(entries, own_run)
+    return spending(path, skip_run=own_run)[0]
 
 
 def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
@@ -100,7 +100,7 @@ def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
     The bound is the minimum of the KL bound and the Rényi bounds over the plan's orders
     [Hush Lemma 3.2], on divergences summed across runs, and, where those miss r and the plan's
     accountant is "best", the Neyman–Pearson bound of the plan's pair composed with the earlier runs' pairs
-    (`prior_pairs`, from `ledger.pairs_of`; accounting/pld.py)."""
+    (`prior_pairs`, from `ledger.spending`; accounting/pld.py)."""
     from repoguard.accounting.bounds import kl_bound, renyi_bound
     from repoguard.accounting.calibrate import PLD_H
     from repoguard.accounting.pld import pair_from_record, pld_bound
