@@ -69,6 +69,8 @@ def test_url_credentials_every_scheme(engine, scheme):
     'u = "mongodb://admin:changeme@mongo:27017"',
     'u = "https://user:xxxxxxxx@example.com/"',
     'see https://docs.python.org/3/library/urllib.html#module-urllib',
+    "- 'github://org:repo@sha/precip/catalog.yml', where the sha is included",
+    'url = URL("https://jo%40email.com:a%20secret@www.host.io")',
 ])
 def test_url_credentials_placeholders_rejected(engine, text):
     assert "url-credentials" not in _ids(engine, text)

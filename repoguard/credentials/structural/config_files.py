@@ -19,7 +19,7 @@ from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _NETRC = re2.compile(rb"\bmachine\s+[^\s\"']+(?:\s+(?:login|account)\s+[^\s\"']+){0,2}\s+password\s+([^\s\"']+)")
-_NPMRC = re2.compile(rb"(?m)(?:^|[\s:/\"'])(_authToken|_auth|_password)\s*=\s*[\"']?([^\s\"'#;]+)")
+_NPMRC = re2.compile(rb"(?m)(?:^|[\s:/\"'])(_authToken|_auth|_password)[ \t]*=[ \t]*[\"']?([A-Za-z0-9+/=._~-]{8,})(?:[\s\"']|$)")
 _INI_PW = re2.compile(rb"(?mi)^[ \t]*password[ \t]*[=:][ \t]*([^\s#;]+)")
 _DOCKER = re2.compile(rb"\"(auth|identitytoken|registrytoken)\"\s*:\s*\"([^\"]{8,1000})\"")
 

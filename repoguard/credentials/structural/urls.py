@@ -1,7 +1,8 @@
 """Credentials in URLs: `scheme://user:password@host` for any scheme (databases, brokers, HTTP,
 FTP, SSH, LDAP, caches, ...), as RFC 3986 §3.2.1 `userinfo` (deprecated there for the password
-part precisely because it leaks). The secret is the password; placeholders, template variables
-and `user == password` sample pairs (`guest:guest`) are rejected.
+part precisely because it leaks). The secret is the password; placeholders, template variables,
+`user == password` sample pairs (`guest:guest`), passwords with spaces and short lower-case words
+(`github://org:repo@sha`, documentation forms) are rejected.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
         raw = unquote_to_bytes(pw)
         if is_placeholder(raw, min_len=3) or raw.lower() == unquote_to_bytes(user).lower():
             continue
+        if any(c in b" \t" for c in raw) or (raw.isalpha() and raw.islower() and len(raw) < 8):
+            continue  # "a secret", "org:repo": documentation, not a password
         if m.group(4).startswith(b"[") and not m.group(4).rstrip(b".").endswith(b"]"):
             continue
         a, b = m.span(3)
