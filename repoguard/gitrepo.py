@@ -127,6 +127,10 @@ class GitRepo:
             raise InputError("git: command not found; install git or use --no-git") from exc
         if out.returncode != 0:
             msg = _decode(out.stderr).strip().splitlines()[-1:] or ["unknown error"]
+            if "not a git repository" in msg[0].lower():
+                raise InputError(f"{p}: not a git repository (repoguard reads tracked files and history: "
+                                 "`git init && git add -A && git commit -m init` first; "
+                                 "`repoguard scan --no-git` scans a plain directory)")
             raise InputError(f"{p}: not a usable git repository ({msg[0]})")
         self.root = Path(_decode(out.stdout).strip()).resolve()
         # A repo whose HEAD is unborn (no commits yet) is valid: history is empty.

@@ -18,7 +18,7 @@ def run(args) -> int:
     from repoguard.analyze import run_analyze
     from repoguard.commands._common import resolve_repo
 
-    repo, config, out = resolve_repo(args, allow_plain=True)
+    repo, config, out = resolve_repo(args)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     result = run_analyze(repo, config, out, only=only)
     s = result.summary

@@ -30,7 +30,7 @@ def run(args) -> int:
     from repoguard.incidence import load_incidence
     from repoguard.plan import build_plan, save_plan
 
-    _repo, config, out = resolve_repo(args, allow_plain=True)
+    _repo, config, out = resolve_repo(args)
     pc = config.plan
     batch = args.batch_size if args.batch_size is not None else pc.batch_size
     steps = args.steps if args.steps is not None else pc.steps
@@ -42,6 +42,9 @@ def run(args) -> int:
     if c < 0:
         raise InputError(f"--c: must be > 0, not {c!r}")
     inc = load_incidence(out)
+    from repoguard.analyzers.unmatched import warn
+
+    warn(inc.summary.get("unmatched") or {})
     ledger, pairs = spending(out / "ledger.jsonl")
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
