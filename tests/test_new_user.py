@@ -146,7 +146,7 @@ def test_budget_fraction_one_as_the_readme_says(fixture_repo_copy):
     # Item 6: two runs, and the checkpoint record of the 60-step run is counted as such.
     v = rg("ledger", "verify", str(repo))
     assert v.returncode == 0 and "2 runs (2 completed)" in v.stdout, v.stdout
-    vj = json.loads(rg("ledger", "verify", "--json", str(repo)).stdout)
+    vj = json.loads(rg("ledger", "verify", str(repo), "--json").stdout)
     assert vj["runs"] == 2 and vj["records"] == vj["entries"] == 3 and vj["checkpoint_records"] == 1
     assert "3 records, 1 of them checkpoint record" in v.stdout
     # A run whose target the ledger's spending already exceeds is refused before training.
