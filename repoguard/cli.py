@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _configure_logging(verbose: int, quiet: bool) -> None:
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+    # Libraries log at INFO too: torch's FakeTensor registers an atexit dump of its cache stats
+    # that printed after "repoguard: interrupted". Their INFO only with -vv.
+    for name in ("torch", "torch._subclasses.fake_tensor", "transformers", "peft", "opacus", "matplotlib"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -157,3 +157,49 @@ def test_budget_fraction_one_as_the_readme_says(fixture_repo_copy):
     assert r3.returncode == 1 and "risk-limits" in r3.stderr, r3.stderr
     assert (repo / ".repoguard" / "ledger.jsonl").stat().st_size == size
     assert (repo / ".repoguard" / "train" / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
+
+
+# -- items 7–9: output that survives logs and CI -----------------------------------------------------
+def test_piped_output_is_never_cut(fixture_repo_copy):
+    repo = fixture_repo_copy
+    long_id = "a-secret-with-a-very-long-identifier-that-rich-used-to-cut-in-eighty-columns"
+    cfg = repo / "repoguard.toml"
+    cfg.write_text(cfg.read_text() + f'\n[[secret]]\nid = "{long_id}"\npaths = ["trading/alpha/**"]\n')
+    deep = repo / "a" / ("very-long-directory-name-" * 4) / "out"
+    r = rg("analyze", "--out", str(deep), str(repo))
+    assert r.returncode == 0, r.stderr
+    assert f"→ {deep / 'incidence'}" in r.stdout and f"  {long_id}: " in r.stdout
+    r = rg("plan", "--out", str(deep), "--steps", "5", "--batch-size", "8", "--accountant", "kl", str(repo))
+    assert r.returncode == 0, r.stderr
+    assert long_id in r.stdout and str(deep / "plan") in r.stdout and "…" not in r.stdout
+
+
+def test_submodule_notice_printed_once_with_count(fixture_repo_copy, tmp_path, make_repo):
+    from conftest import git
+
+    sub = make_repo({"lib.py": "x = 1\n"}, path=tmp_path / "sublib")
+    repo = fixture_repo_copy
+    for name in ("ext/one", "ext/two"):
+        git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), name)
+    git(repo, "commit", "-qm", "add submodules")
+    r = rg("analyze", str(repo))
+    assert r.returncode == 0, r.stderr
+    notes = [x for x in r.stderr.splitlines() if "submodule" in x]
+    assert len(notes) == 1 and "2 submodule(s) skipped" in notes[0] and "ext/one" in notes[0], r.stderr
+
+
+def test_no_library_info_lines_after_repoguard_output(tmp_path, fixture_repo):
+    """torch's FakeTensor registers an atexit dump of its cache stats at INFO; it reached stderr
+    after `repoguard: interrupted` when torch's own log setup had not run (its logger NOTSET)."""
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import logging, sys\n"
+        "import torch._subclasses.fake_tensor as ft\n"
+        "logging.getLogger('torch').setLevel(logging.NOTSET)\n"
+        "from repoguard.cli import main\n"
+        "main(['config', 'validate', sys.argv[1]])\n"
+        "ft.dump_cache_stats()\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, str(script), str(fixture_repo)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "valid" in r.stdout, r.stderr
+    assert "FakeTensor" not in r.stderr and "cache_hits" not in r.stderr, r.stderr

@@ -65,6 +65,19 @@ def resolve_repo(args, path: str | None = None, *, allow_plain: bool = False
     return repo, resolve_config(args, repo.root), resolve_out(args, repo.root)
 
 
+def make_console(*, stderr: bool = False, **kw):
+    """A rich Console for command output. Outside a terminal (piped, redirected, CI logs) lines are
+    never cut or wrapped: the width is unbounded and text soft-wraps, so a path or a secret id is
+    printed whole (rich's default there is 80 columns, with `…` in table cells)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if not stream.isatty():
+        kw.setdefault("width", 100_000)
+        kw.setdefault("soft_wrap", True)
+    return Console(stderr=stderr, **kw)
+
+
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     sys.stdout.write("\n")

@@ -25,10 +25,11 @@ def run(args) -> int:
     if args.json:
         print_json({"out": str(out), **s})
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from repoguard.commands._common import make_console
+
+    console = make_console()
     console.print(f"{s['files']} files, {s['examples']} examples, {s['secrets']} secrets, "
                   f"{s['incidences']} incidences (corpus {s['corpus_seconds']:.1f} s, "
                   f"total {s['total_seconds']:.1f} s) → {out / 'incidence'}")

@@ -15,7 +15,7 @@ def register(parser) -> None:
 
 def run(args) -> int:
     from repoguard.accounting.ledger import read_entries, spent, verify
-    from repoguard.commands._common import print_json, resolve_repo
+    from repoguard.commands._common import make_console, print_json, resolve_repo
 
     _repo, _config, out = resolve_repo(args)
     path = out / "ledger.jsonl"
@@ -25,9 +25,8 @@ def run(args) -> int:
         if args.json:
             print_json({"ledger": str(path), **check, **counts})
         elif not args.quiet or not check["ok"]:
-            from rich.console import Console
 
-            con = Console(stderr=not check["ok"])
+            con = make_console(stderr=not check["ok"])
             if check["ok"]:
                 con.print(f"{path}: ok, {describe_counts(counts)}" + "".join(f"; {n}" for n in check["notes"]),
                           soft_wrap=True)
@@ -42,10 +41,9 @@ def run(args) -> int:
                     "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}})
         return 0
     if not args.quiet:
-        from rich.console import Console
         from rich.table import Table
 
-        con = Console()
+        con = make_console()
         t = Table(title=f"runs in {path}")
         for col in ("#", "run", "time", "status", "σ", "B", "steps"):
             t.add_column(col)
