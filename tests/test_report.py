@@ -184,6 +184,14 @@ def test_jargon_explained_where_it_appears_and_glossary_at_the_end(tmp_path):
     glossary = page.split('id="glossary"')[1]
     for term in ("nats", "binding", "w, Σw", "σ (noise multiplier)"):
         assert f"<dt>{term}</dt>" in glossary
+    left = page.split('id="left-out"')[1].split("<h2")[0]
+    doc = json.loads((tmp_path / "report" / "report.json").read_text())
+    lo = doc["left_out"]
+    assert lo["n_secrets"] == 1000 and lo["per_directory"][0]["directory"] == "(root)"   # ids "exN": no folder
+    worst = lo["per_secret"][0]   # least retained first; Σw/n over the secret's 2 examples
+    assert worst["examples"] == 2 and abs(worst["retained"] - worst["sum_w"] / 2) < 1e-12
+    assert worst["retained"] == min(r["retained"] for r in lo["per_secret"])
+    assert "<th>retained %</th>" in left and worst["secret"] in left and "(root)" in left
     row = {"rule_id": "github-pat", "path": "tests/x.py", "line": 3, "redacted": "ghp_…", "entropy": 4.8,
            "where": "test", "severity": "low"}
     doc = {"findings": {"count": 1, "shown": 1, "by_rule": {"github-pat": 1}, "rows": [row]}}

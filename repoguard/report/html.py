@@ -154,6 +154,27 @@ def _audit(doc: dict) -> str:
     return "".join(parts)
 
 
+def _left_out(lo: dict | None) -> str:
+    if not lo:
+        return ""
+    srows = [[_td(r["secret"]), _td(r["examples"], True, "d"), _td(r["sum_w"], True, ".3g"),
+              _td(100 * r["retained"], True, ".1f"), _td(100 * (1 - r["retained"]), True, ".1f")] for r in lo["per_secret"]]
+    drows = [[_td(r["directory"]), _td(r["examples"], True, "d"), _td(r["tied"], True, "d"), _td(r["sum_w"], True, ".3g"),
+              _td(None if r["retained"] is None else 100 * r["retained"], True, ".1f"), _td(r["files_left_out"], True, "d")]
+             for r in lo["per_directory"]]
+    reasons = ", ".join(f"{_e(k)}: {v}" for k, v in lo["corpus_reasons"].items()) or "none"
+    return ('<h2 id="left-out">What training leaves out, and why</h2>'
+            '<p>Two things keep data out of training. Files are left out of the corpus before weighting '
+            f'(by reason: {reasons}). Then the weighting LP gives each example a weight w ∈ [0, 1]: an '
+            'example is sampled at rate ∝ w, so over a group <b>Σw/n</b> is the share trained on at full '
+            'rate and the rest is what protecting the group\'s secrets costs. Examples tied to no secret '
+            'keep w = 1.</p>'
+            f'<p>Per secret (the {len(srows)} least retained of {lo["n_secrets"]}):</p>'
+            + _table(["secret", "examples", "Σw", "retained %", "left out %"], srows)
+            + f'<p>Per top-level directory (the {len(drows)} least retained of {lo["n_directories"]}):</p>'
+            + _table(["directory", "examples", "tied to a secret", "Σw", "retained %", "files left out of the corpus"], drows))
+
+
 def _explorer(items: list[dict], total: int) -> str:
     if not items:
         return ""
@@ -204,10 +225,11 @@ def render(doc: dict) -> str:
     if doc.get("training", {}).get("runs"):
         sections.append('<h2 id="training">Training</h2>' + _img(plots.loss_plot(doc["training"]["runs"]), "training loss"))
     sections.append(_audit(doc))
+    sections.append(_left_out(doc.get("left_out")))
     n_sec = (doc.get("incidence") or {}).get("n_secrets", 0)
     sections.append(_explorer(doc.get("explorer") or [], n_sec))
     sections.append(_GLOSSARY)
-    nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "explorer", "glossary")
+    nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "left-out", "explorer", "glossary")
                   if f'id="{s}"' in "".join(sections))
     title = f"repoguard report{(' — ' + doc['repo']) if doc.get('repo') else ''}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
