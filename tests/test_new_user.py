@@ -101,17 +101,23 @@ def test_secret_matching_nothing_is_warned_by_name(analyzed):
 
 
 # -- item 4: one behaviour for a directory that is not a git repository ----------------------------
-def test_non_git_directory_is_refused_by_every_subcommand_but_scan_no_git(tmp_path):
+def test_non_git_directory_is_refused_by_every_subcommand_that_reads_it(tmp_path):
+    """The decided behaviour: commands that read the repository (scan without --no-git, analyze,
+    suggest, tag, run) refuse a directory outside git; the later stages read only OUT/ artefacts,
+    which analyze alone writes, so on such a directory they say that the artefact is missing."""
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "app.py").write_text('TOKEN = "ghp_' + 'wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO2rUtEA' + '"\n')
-    for sub in (["analyze"], ["plan"], ["train"], ["report"], ["ledger", "verify"], ["ledger", "show"],
-                ["suggest"], ["run"], ["scan"], ["audit", "extract"]):
+    for sub in (["analyze"], ["suggest"], ["run"], ["scan"], ["tag", "--repo"]):
         r = rg(*sub, str(plain))
         assert r.returncode == 2 and "not a git repository" in r.stderr, (sub, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and not (plain / ".repoguard").exists()
+    for sub in (["plan"], ["train"], ["report"], ["audit", "extract"]):
+        r = rg(*sub, str(plain))
+        assert r.returncode == 2 and ("run `repoguard" in r.stderr or "no artefacts" in r.stderr), (sub, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
     r = rg("explain", str(plain / "app.py"))
-    assert r.returncode == 2 and "not a git repository" in r.stderr
+    assert r.returncode == 2 and "repoguard analyze" in r.stderr, r.stderr
     r = rg("scan", "--no-git", str(plain))
     assert r.returncode == 1 and "github" in r.stdout.lower()
 

@@ -52,7 +52,7 @@ def run(args) -> int:
     from repoguard.commands._common import resolve_repo
     from repoguard.errors import InputError
 
-    repo, config, out = resolve_repo(args)
+    repo, config, out = resolve_repo(args, allow_plain=True)
     over = {"learning_rate": args.lr, "max_length": args.max_length,
             "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
             if args.lora_targets else None}

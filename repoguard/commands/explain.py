@@ -29,7 +29,7 @@ def run(args) -> int:
     where = args.repo
     if where is None and args.file is not None:
         where = str(_root_of(Path(args.file)))
-    repo, _config, out = resolve_repo(args, where or ".")
+    repo, _config, out = resolve_repo(args, where or ".", allow_plain=True)
     inc = load_incidence(out)
     if args.secret is not None:
         answer = explain.examples_of(inc, args.secret)

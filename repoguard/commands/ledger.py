@@ -17,7 +17,7 @@ def run(args) -> int:
     from repoguard.accounting.ledger import read_entries, spent, verify
     from repoguard.commands._common import make_console, print_json, resolve_repo
 
-    _repo, _config, out = resolve_repo(args)
+    _repo, _config, out = resolve_repo(args, allow_plain=True)
     path = out / "ledger.jsonl"
     check = verify(path)
     if args.action == "verify":

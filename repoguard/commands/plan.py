@@ -30,7 +30,7 @@ def run(args) -> int:
     from repoguard.incidence import load_incidence
     from repoguard.plan import build_plan, save_plan
 
-    _repo, config, out = resolve_repo(args)
+    _repo, config, out = resolve_repo(args, allow_plain=True)
     pc = config.plan
     batch = args.batch_size if args.batch_size is not None else pc.batch_size
     steps = args.steps if args.steps is not None else pc.steps

@@ -18,7 +18,7 @@ def run(args) -> int:
     from repoguard.commands._common import resolve_repo
     from repoguard.report import build_report
 
-    repo, _config, out = resolve_repo(args)
+    repo, _config, out = resolve_repo(args, allow_plain=True)
     result = build_report(out, repo_name=repo.root.name)
     if args.json:
         print_json(result)

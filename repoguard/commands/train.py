@@ -36,7 +36,7 @@ def run(args) -> int:
     from repoguard.errors import InputError
     from repoguard.training.pipeline import RunOptions, merge_config, run_training
 
-    repo, config, out = resolve_repo(args)
+    repo, config, out = resolve_repo(args, allow_plain=True)
     for flag in ("max_length", "lora_r", "lora_alpha", "micro_batch_size", "checkpoint_every", "steps"):
         v = getattr(args, flag)
         if v is not None and v < (0 if flag == "lora_alpha" else 1):
