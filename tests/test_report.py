@@ -47,7 +47,7 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
     doc = json.loads((out / "report" / "report.json").read_text())
     page = (out / "report" / "report.html").read_text()
     assert res["html_bytes"] == len(page.encode())
-    assert doc["sections"] == ["summary", "findings", "plan", "secrets", "sweep", "histogram", "explorer",
+    assert doc["sections"] == ["summary", "findings", "plan", "secrets", "sweep", "histogram", "explorer", "left-out",
                                "training", "audit"]
     # Secrets table: the plan's numbers for the test secret.
     from repoguard.plan import load_plan
