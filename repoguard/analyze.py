@@ -188,6 +188,10 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
         inc.summary["codeowners"] = None if co is None else {
             "source": co.source, "rules": len(co.rules),
             "invalid_lines": [{"line": n, "problem": m} for n, m in co.errors]}
+    from repoguard.analyzers import unmatched
+
+    inc.summary["unmatched"] = unmatched.unmatched(repo, corpus, config, evidence, names)
+    unmatched.warn(inc.summary["unmatched"])
     inc.summary["corpus_seconds"] = round(t_corpus, 3)
     inc.summary["total_seconds"] = round(time.perf_counter() - t0, 3)
     if write:

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from repoguard import __version__
 from repoguard.commands import COMMANDS
+from repoguard.commands._common import common_options
 from repoguard.errors import EXIT_INTERNAL, EXIT_USAGE, RepoguardError
 
 log = logging.getLogger("repoguard")
@@ -25,26 +26,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"repoguard: error: {message} (see --help)\n")
         sys.exit(EXIT_USAGE)
-
-
-def _common_options(*, suppress: bool = False) -> argparse.ArgumentParser:
-    """Global options, accepted before and after the subcommand. The subcommand's copy uses
-    SUPPRESS defaults so that `repoguard -v scan` keeps the -v given before it."""
-    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config", metavar="FILE", default=d(None),
-        help="config file (default: repoguard.toml at the scanned repo's root)",
-    )
-    common.add_argument(
-        "--out", metavar="DIR", default=d(None),
-        help="output directory for artefacts (default: .repoguard/ in the scanned repo)",
-    )
-    common.add_argument("-v", "--verbose", action="count", default=d(0),
-                        help="more output; tracebacks on error")
-    common.add_argument("-q", "--quiet", action="store_true", default=d(False),
-                        help="only errors and results")
-    return common
 
 
 def _load_commands() -> list:
@@ -59,8 +40,8 @@ def _load_commands() -> list:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (every subcommand that exists in this install)."""
-    common = _common_options()
-    sub_common = _common_options(suppress=True)
+    common = common_options()
+    sub_common = common_options(suppress=True)
     parser = _Parser(
         prog="repoguard",
         description="Scan a monorepo for credentials and trade secrets, and fine-tune a code model "
@@ -79,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _configure_logging(verbose: int, quiet: bool) -> None:
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+    # Libraries log at INFO too: torch's FakeTensor registers an atexit dump of its cache stats
+    # that printed after "repoguard: interrupted". Their INFO only with -vv.
+    for name in ("torch", "torch._subclasses.fake_tensor", "transformers", "peft", "opacus", "matplotlib"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

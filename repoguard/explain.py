@@ -75,6 +75,38 @@ def relative_path(repo_root: Path, target: str) -> str:
         raise InputError(f"{target}: not inside the repository {repo_root}") from None
 
 
+def check_in_corpus(out_dir: Path, repo, path: str) -> None:
+    """Raise InputError (exit 2) when repo-relative `path` is not a file of the corpus that
+    `repoguard analyze` wrote to `out_dir/corpus/`, saying why: left out with its reason from
+    `excluded.json`, present but not tracked by git, tracked but newer than the analysis, or
+    absent. Returns None when the path has examples."""
+    import pyarrow.parquet as pq
+
+    from repoguard.artefacts import read_json
+
+    d = Path(out_dir) / "corpus"
+    meta = read_json(d / "excluded.json", what="corpus (run `repoguard analyze`)")
+    try:
+        files = set(pq.read_table(d / "file_examples.parquet", columns=["path"]).column("path").to_pylist())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{d}: corrupt corpus ({exc})") from None
+    if path in files:
+        return
+    for e in meta.get("excluded", []):
+        if e.get("path") == path:
+            detail = f": {e['detail']}" if e.get("detail") else ""
+            raise InputError(f"{path}: not in the corpus: left out as {e['reason']}{detail}")
+    full = Path(repo.root) / path
+    if full.is_dir():
+        raise InputError(f"{path}: a directory; give a file (or use --secret ID)")
+    if not full.exists() and not full.is_symlink():
+        raise InputError(f"{path}: no such file in {repo.root}")
+    tracked = {f.path for f in repo.tracked_files()} if getattr(repo, "is_git", False) else {path}
+    if path not in tracked:
+        raise InputError(f"{path}: not in the corpus: not tracked by git")
+    raise InputError(f"{path}: not in the corpus of the last analysis (added since; run `repoguard analyze`)")
+
+
 def render_file(answer: dict) -> str:
     if not answer["secrets"]:
         return f"{answer['path']}: carries no secret"

@@ -25,6 +25,7 @@ from repoguard.errors import InputError
 log = logging.getLogger(__name__)
 
 SUBMODULE_MODE = "160000"
+_SUBMODULES_NOTED: set[Path] = set()   # roots whose skipped submodules were already reported
 SYMLINK_MODE = "120000"
 # Separators for the log format: ASCII record/unit separators never occur in git metadata we read.
 _REC = "\x1e"
@@ -127,6 +128,10 @@ class GitRepo:
             raise InputError("git: command not found; install git or use --no-git") from exc
         if out.returncode != 0:
             msg = _decode(out.stderr).strip().splitlines()[-1:] or ["unknown error"]
+            if "not a git repository" in msg[0].lower():
+                raise InputError(f"{p}: not a git repository (repoguard reads tracked files and history: "
+                                 "`git init && git add -A && git commit -m init` first; "
+                                 "`repoguard scan --no-git` scans a plain directory)")
             raise InputError(f"{p}: not a usable git repository ({msg[0]})")
         self.root = Path(_decode(out.stdout).strip()).resolve()
         # A repo whose HEAD is unborn (no commits yet) is valid: history is empty.
@@ -167,6 +172,7 @@ class GitRepo:
         """Files in the index (stage 0), sorted by path. Submodules are skipped with a notice."""
         out = self._git("ls-files", "-s", "-z", "--full-name")
         files: list[TrackedFile] = []
+        submodules: list[str] = []
         for rec in out.split("\0"):
             if not rec:
                 continue
@@ -175,9 +181,13 @@ class GitRepo:
             if stage != "0":
                 continue  # unmerged entries: the working tree is authoritative, seen once below
             if mode == SUBMODULE_MODE:
-                log.info("%s: submodule skipped", path)
+                submodules.append(path)
                 continue
             files.append(TrackedFile(path=path, blob_sha=sha, mode=mode))
+        if submodules and self.root not in _SUBMODULES_NOTED:   # once per process, with the count
+            _SUBMODULES_NOTED.add(self.root)
+            log.info("%s: %d submodule(s) skipped (%s)", self.root, len(submodules),
+                     ", ".join(submodules[:3]) + (", …" if len(submodules) > 3 else ""))
         return files
 
     def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:

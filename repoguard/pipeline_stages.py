@@ -178,6 +178,10 @@ class plan:
             if not params[k] > 0:
                 raise _input(f"--{k.replace('_', '-')}: must be > 0, not {params[k]!r}")
         inc = load_incidence(ctx.out)
+        from repoguard.analyzers.unmatched import warn
+
+        if "analyze" not in ctx.ran:   # analyze warned already when it ran in this run
+            warn(inc.summary.get("unmatched") or {})
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
         before, pairs = spending(ctx.ledger)
         frac = ctx.settings.budget_fraction

@@ -109,7 +109,7 @@ def test_shallow_clone(fixture_repo, tmp_path):
 
 
 def test_broken_and_missing_repos_give_one_line_errors(tmp_path):
-    with pytest.raises(InputError, match="not a usable git repository"):
+    with pytest.raises(InputError, match="not a git repository"):
         GitRepo(tmp_path)
     with pytest.raises(InputError, match="no such directory"):
         GitRepo(tmp_path / "missing")
@@ -120,7 +120,7 @@ def test_broken_and_missing_repos_give_one_line_errors(tmp_path):
     with pytest.raises(InputError) as exc:
         GitRepo(broken)
     assert "\n" not in str(exc.value)
-    # A plain directory is accepted where the command allows working-tree mode.
+    # A plain directory is accepted only where a command allows it (`scan --no-git`, `scan FILE…`).
     assert isinstance(open_repo(tmp_path, allow_plain=True), PlainDir)
 
 

@@ -47,7 +47,7 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
     doc = json.loads((out / "report" / "report.json").read_text())
     page = (out / "report" / "report.html").read_text()
     assert res["html_bytes"] == len(page.encode())
-    assert doc["sections"] == ["summary", "findings", "plan", "secrets", "sweep", "histogram", "explorer",
+    assert doc["sections"] == ["summary", "findings", "plan", "secrets", "sweep", "histogram", "explorer", "left-out",
                                "training", "audit"]
     # Secrets table: the plan's numbers for the test secret.
     from repoguard.plan import load_plan
@@ -168,3 +168,32 @@ def test_screenshot_in_headless_chromium_shows_plots_and_tables(full_out, tmp_pa
     header = (np.abs(r - 0xF3) <= 2) & (np.abs(g - 0xF6) <= 2) & (np.abs(b - 0xF9) <= 2)
     assert np.count_nonzero(header.sum(axis=1) > 100) > 20
     shutil.copy(shot, out / "report" / "screenshot.png")     # for a human look
+
+
+def test_jargon_explained_where_it_appears_and_glossary_at_the_end(tmp_path):
+    """Issue 15 item 11/12: binding pld/renyi, KL in nats and Σw explained next to the secrets
+    table; a glossary closes the page (plain HTML, no JavaScript); triage fields become columns."""
+    from repoguard.report.html import render
+
+    _synthetic_plan(tmp_path, 1000)
+    page = Path(build_report(tmp_path, repo_name="small")["html"]).read_text()
+    secrets = page.split('id="secrets"')[1].split("<h2")[0]
+    for term in ("<code>pld:ε</code>", "<code>renyi:α</code>", "in nats", "<b>Σw</b>"):
+        assert term in secrets
+    assert page.rindex('id="glossary"') > page.rindex('id="secrets"') and "<script" not in page.lower()
+    glossary = page.split('id="glossary"')[1]
+    for term in ("nats", "binding", "w, Σw", "σ (noise multiplier)"):
+        assert f"<dt>{term}</dt>" in glossary
+    left = page.split('id="left-out"')[1].split("<h2")[0]
+    doc = json.loads((tmp_path / "report" / "report.json").read_text())
+    lo = doc["left_out"]
+    assert lo["n_secrets"] == 1000 and lo["per_directory"][0]["directory"] == "(root)"   # ids "exN": no folder
+    worst = lo["per_secret"][0]   # least retained first; Σw/n over the secret's 2 examples
+    assert worst["examples"] == 2 and abs(worst["retained"] - worst["sum_w"] / 2) < 1e-12
+    assert worst["retained"] == min(r["retained"] for r in lo["per_secret"])
+    assert "<th>retained %</th>" in left and worst["secret"] in left and "(root)" in left
+    row = {"rule_id": "github-pat", "path": "tests/x.py", "line": 3, "redacted": "ghp_…", "entropy": 4.8,
+           "where": "test", "severity": "low"}
+    doc = {"findings": {"count": 1, "shown": 1, "by_rule": {"github-pat": 1}, "rows": [row]}}
+    findings = render(doc).split('id="findings"')[1].split("<h2")[0]
+    assert "<th>where</th>" in findings and "<th>severity</th>" in findings and ">low<" in findings

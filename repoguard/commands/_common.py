@@ -12,6 +12,29 @@ from repoguard.gitrepo import GitRepo, PlainDir, open_repo
 DEFAULT_OUT = ".repoguard"
 
 
+def common_options(*, suppress: bool = False):
+    """Global options (`--config`, `--out`, `-v`, `-q`), accepted before the subcommand, after it
+    and after a nested action (`config validate --config F`). The copies after the subcommand use
+    SUPPRESS defaults so that `repoguard -v scan` keeps the -v given before it."""
+    import argparse
+
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config", metavar="FILE", default=d(None),
+        help="config file (default: repoguard.toml at the scanned repo's root)",
+    )
+    common.add_argument(
+        "--out", metavar="DIR", default=d(None),
+        help="output directory for artefacts (default: .repoguard/ in the scanned repo)",
+    )
+    common.add_argument("-v", "--verbose", action="count", default=d(0),
+                        help="more output; tracebacks on error")
+    common.add_argument("-q", "--quiet", action="store_true", default=d(False),
+                        help="only errors and results")
+    return common
+
+
 def add_path_argument(parser, *, help: str = "repository to work on (default: current directory)") -> None:
     parser.add_argument("path", nargs="?", default=".", metavar="PATH", help=help)
 
@@ -40,6 +63,19 @@ def resolve_repo(args, path: str | None = None, *, allow_plain: bool = False
     target = path if path is not None else getattr(args, "path", None) or "."
     repo = open_repo(target, allow_plain=allow_plain)
     return repo, resolve_config(args, repo.root), resolve_out(args, repo.root)
+
+
+def make_console(*, stderr: bool = False, **kw):
+    """A rich Console for command output. Outside a terminal (piped, redirected, CI logs) lines are
+    never cut or wrapped: the width is unbounded and text soft-wraps, so a path or a secret id is
+    printed whole (rich's default there is 80 columns, with `…` in table cells)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if not stream.isatty():
+        kw.setdefault("width", 100_000)
+        kw.setdefault("soft_wrap", True)
+    return Console(stderr=stderr, **kw)
 
 
 def print_json(obj: Any) -> None:

@@ -18,17 +18,18 @@ def run(args) -> int:
     from repoguard.analyze import run_analyze
     from repoguard.commands._common import resolve_repo
 
-    repo, config, out = resolve_repo(args, allow_plain=True)
+    repo, config, out = resolve_repo(args)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     result = run_analyze(repo, config, out, only=only)
     s = result.summary
     if args.json:
         print_json({"out": str(out), **s})
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from repoguard.commands._common import make_console
+
+    console = make_console()
     console.print(f"{s['files']} files, {s['examples']} examples, {s['secrets']} secrets, "
                   f"{s['incidences']} incidences (corpus {s['corpus_seconds']:.1f} s, "
                   f"total {s['total_seconds']:.1f} s) → {out / 'incidence'}")

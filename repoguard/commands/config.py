@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repoguard.commands._common import print_json
+from repoguard.commands._common import common_options, print_json
 
 NAME = "config"
 HELP = "validate and show the repoguard.toml configuration"
@@ -12,16 +12,25 @@ HELP = "validate and show the repoguard.toml configuration"
 def register(parser) -> None:
     sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     v = sub.add_parser("validate", help="validate a config and print it resolved",
-                       description="Validate PATH (a repoguard.toml, or a directory holding one; "
-                       "default: --config or ./repoguard.toml) and print the resolved config.")
+                       parents=[common_options(suppress=True)],
+                       description="Validate the file named by --config, else PATH (a repoguard.toml, "
+                       "or a directory holding one; default ./repoguard.toml), and print it resolved.")
     v.add_argument("target", nargs="?", default=None, metavar="PATH")
     v.add_argument("--json", action="store_true", help="print the resolved config as JSON")
 
 
 def run(args) -> int:
     from repoguard.config import CONFIG_FILENAME, load_config
+    from repoguard.errors import InputError
 
-    target = args.target or args.config or CONFIG_FILENAME
+    target = args.target or CONFIG_FILENAME
+    if args.config:
+        # The named file is the one validated; PATH, if given, may only be a directory.
+        if args.target and not Path(args.target).is_dir() and \
+                Path(args.target).resolve() != Path(args.config).resolve():
+            raise InputError(f"{args.target}: give the file to validate either as PATH or with "
+                             f"--config ({args.config}), not both")
+        target = args.config
     cfg = load_config(Path(target), required=True)
     if args.json:
         print_json(cfg.to_dict())

@@ -36,6 +36,7 @@ def run(args) -> int:
         text = explain.render_secret(answer)
     else:
         path = explain.relative_path(repo.root, args.file)
+        explain.check_in_corpus(out, repo, path)
         answer = explain.secrets_of(inc, path)
         text = explain.render_file(answer)
     if args.json:
@@ -47,11 +48,13 @@ def run(args) -> int:
 
 def _root_of(file):
     """The nearest folder above `file` holding `.git`, `.repoguard/` or `repoguard.toml`
-    (the current directory when none does)."""
+    (the file's own folder when none does)."""
     from pathlib import Path
 
-    d = file.resolve().parent if file.parent.is_dir() else Path.cwd()
+    d = file.resolve().parent
+    while not d.is_dir() and d != d.parent:   # an absent file: its nearest existing folder
+        d = d.parent
     for cand in (d, *d.parents):
         if any((cand / m).exists() for m in (".git", ".repoguard", "repoguard.toml")):
             return cand
-    return Path.cwd()
+    return d   # in no repository: the command then says so

@@ -17,20 +17,21 @@ def register(parser) -> None:
 
 def run(args) -> int:
     from repoguard.accounting.ledger import read_entries, spent, verify
-    from repoguard.commands._common import print_json, resolve_repo
+    from repoguard.commands._common import make_console, print_json, resolve_repo
 
     _repo, _config, out = resolve_repo(args, allow_plain=True)
     path = out / "ledger.jsonl"
     check = verify(path, deep=getattr(args, "deep", False))
     if args.action == "verify":
+        counts = run_counts(read_entries(path)) if check["ok"] else {}
         if args.json:
-            print_json({"ledger": str(path), **check})
+            print_json({"ledger": str(path), **check, **counts})
         elif not args.quiet or not check["ok"]:
-            from rich.console import Console
 
-            con = Console(stderr=not check["ok"])
+            con = make_console(stderr=not check["ok"])
             if check["ok"]:
-                con.print(f"{path}: ok, {check['entries']} entries" + "".join(f"; {n}" for n in check["notes"]))
+                con.print(f"{path}: ok, {describe_counts(counts)}" + "".join(f"; {n}" for n in check["notes"]),
+                          soft_wrap=True)
             for p in check["problems"]:
                 con.print(f"[red]{p}[/red]")
         return 0 if check["ok"] else 1
@@ -42,10 +43,9 @@ def run(args) -> int:
                     "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}})
         return 0
     if not args.quiet:
-        from rich.console import Console
         from rich.table import Table
 
-        con = Console()
+        con = make_console()
         t = Table(title=f"runs in {path}")
         for col in ("#", "run", "time", "status", "σ", "B", "steps"):
             t.add_column(col)
@@ -60,3 +60,29 @@ def run(args) -> int:
             t.add_row(k, f"{kl:.4g}", str(len(ren)))
         con.print(t)
     return 0
+
+
+def run_counts(entries: list[dict]) -> dict:
+    """Runs in the ledger and how its records split: every training run appends a record at each
+    checkpoint (status "running") and one when it ends (completed, interrupted, failed).
+    Returns {"runs", "records", "checkpoint_records", "final_status": {status: runs}}, a run's
+    status being that of its last record."""
+    last: dict[str, str] = {}
+    checkpoints = 0
+    for e in entries:
+        last[str(e.get("run_id"))] = str(e.get("status"))
+        checkpoints += e.get("status") in ("started", "running")
+    final: dict[str, int] = {}
+    for st in last.values():
+        final[st] = final.get(st, 0) + 1
+    return {"runs": len(last), "records": len(entries), "checkpoint_records": checkpoints,
+            "final_status": dict(sorted(final.items()))}
+
+
+def describe_counts(c: dict) -> str:
+    """"2 runs (1 completed, 1 interrupted); 5 records, 3 of them checkpoint records"."""
+    runs = f"{c['runs']} run{'s' if c['runs'] != 1 else ''}"
+    if c["final_status"]:
+        runs += " (" + ", ".join(f"{n} {st}" for st, n in c["final_status"].items()) + ")"
+    return (f"{runs}; {c['records']} record{'s' if c['records'] != 1 else ''}, "
+            f"{c['checkpoint_records']} of them checkpoint record{'s' if c['checkpoint_records'] != 1 else ''}")

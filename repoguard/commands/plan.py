@@ -42,6 +42,9 @@ def run(args) -> int:
     if c < 0:
         raise InputError(f"--c: must be > 0, not {c!r}")
     inc = load_incidence(out)
+    from repoguard.analyzers.unmatched import warn
+
+    warn(inc.summary.get("unmatched") or {})
     ledger, pairs = spending(out / "ledger.jsonl")
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
@@ -103,10 +106,11 @@ class _Progress:
 
 
 def _print(plan, summary) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    from repoguard.commands._common import make_console
+
+    con = make_console()
     if plan.extra.get("sweep"):
         t = Table(title="c sweep (Hush Fig. 1a/1c): pick max Σw/σ")
         for col in ("c", "frac w>0", "Σw", "σ", "Σw/σ"):
@@ -119,7 +123,7 @@ def _print(plan, summary) -> None:
         con.print(t)
     t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")
     for col in ("secret", "|E_j|", "Σw", "p", "r", "bound", "binding", "KL (nats)"):
-        t.add_column(col, justify="right" if col not in ("secret", "binding") else "left")
+        t.add_column(col, justify="right" if col not in ("secret", "binding") else "left", overflow="fold")
     for s in sorted(plan.secrets, key=lambda s: -s.achieved_bound / s.r)[:50]:
         t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", f"{s.p:.2g}", f"{s.r:.3g}",
                   f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")

@@ -82,9 +82,9 @@ def run(args) -> int:
         budget_fraction=(args.budget_fraction if args.budget_fraction is not None
                          else SCHEDULED_FRACTION if args.scheduled else 1.0),
         from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet)
-    from rich.console import Console
+    from repoguard.commands._common import make_console
 
-    err = Console(stderr=True, highlight=False)
+    err = make_console(stderr=True, highlight=False)
     say = (lambda s: None) if quiet else (lambda s: err.print(s, markup=False))
     if args.scheduled:
         from repoguard.scheduled import run_scheduled
@@ -98,7 +98,7 @@ def run(args) -> int:
     if args.json:
         print_json(summary)
     elif not args.quiet:
-        _print(summary, Console(highlight=False))
+        _print(summary, make_console(highlight=False))
     logging.getLogger("repoguard").debug("run summary: %s", summary)
     sys.stdout.flush()
     return 0
@@ -111,8 +111,8 @@ def _print(s: dict, con) -> None:
         return "—" if x is None else format(x, fmt)
 
     t = Table(title="repoguard run", show_header=False)
-    t.add_column("what")
-    t.add_column("value")
+    t.add_column("what", overflow="fold")
+    t.add_column("value", overflow="fold")
     rows = [
         ("stages run / skipped", f"{', '.join(s['ran']) or '—'} / {', '.join(s['skipped']) or '—'}"),
         ("credentials found (redacted)", num(s["credentials_found"], "d")),

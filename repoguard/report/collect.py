@@ -129,6 +129,48 @@ def _explorer(plan, inc, rows: list[dict]) -> list[dict]:
     return [{"id": sid, "description": desc.get(sid, ""), "n_evidence": n[sid], "evidence": by[sid]} for sid in wanted]
 
 
+def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
+    """What training leaves out and why, per secret and per top-level directory.
+
+    Weighting: example i is sampled at rate ∝ w_i ∈ [0, 1] (Hush eq. 1), so Σw/n over a group is the
+    share of it trained on at full rate, 1 − Σw/n the share left out to protect secrets. Corpus:
+    files left out before weighting, by reason (corpus/excluded.json). Numbers the plan already
+    carries (`plan.extra["retention"]`) are used as they are. Rows: the `limit` groups with the
+    smallest retained share."""
+    given = plan.extra.get("retention") if isinstance(plan.extra.get("retention"), dict) else None
+    w = dict(zip(plan.example_ids, (float(x) for x in plan.w)))
+    per_secret = []
+    csc = inc.matrix.tocsc()
+    for j, sec in enumerate(inc.secrets):
+        rows = csc.indices[csc.indptr[j]:csc.indptr[j + 1]]
+        ws = [w.get(inc.example_ids[i], 0.0) for i in rows]
+        if ws:
+            per_secret.append({"secret": sec.id, "examples": len(ws), "sum_w": sum(ws),
+                               "retained": sum(ws) / len(ws)})
+    tied = inc.matrix.getnnz(axis=1)
+    dirs: dict[str, dict] = {}
+    for i, eid in enumerate(inc.example_ids):
+        path = eid.split("#", 1)[0]
+        top = path.split("/", 1)[0] + "/" if "/" in path else "(root)"
+        d = dirs.setdefault(top, {"directory": top, "examples": 0, "sum_w": 0.0, "tied": 0, "files_left_out": 0})
+        d["examples"] += 1
+        d["sum_w"] += w.get(eid, 0.0)
+        d["tied"] += int(tied[i] > 0)
+    reasons: dict[str, int] = {}
+    for e in (excluded or {}).get("excluded", []):
+        path = e.get("path", "")
+        top = path.split("/", 1)[0] + "/" if "/" in path else "(root)"
+        d = dirs.setdefault(top, {"directory": top, "examples": 0, "sum_w": 0.0, "tied": 0, "files_left_out": 0})
+        d["files_left_out"] += 1
+        reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
+    for d in dirs.values():
+        d["retained"] = d["sum_w"] / d["examples"] if d["examples"] else None
+    per_dir = sorted(dirs.values(), key=lambda d: (d["retained"] if d["retained"] is not None else -1, d["directory"]))
+    per_secret.sort(key=lambda r: (r["retained"], r["secret"]))
+    return {"per_secret": per_secret[:limit], "n_secrets": len(per_secret), "per_directory": per_dir[:limit],
+            "n_directories": len(dirs), "corpus_reasons": dict(sorted(reasons.items())), "given": given}
+
+
 def collect(out: Path, *, repo_name: str = "") -> dict:
     """The report document. Raises InputError when `out` has no artefact of any stage."""
     from repoguard.report import MAX_EXPLORER, MAX_ROWS
@@ -169,6 +211,9 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                             "n_evidence": len(inc.evidence), "by_analyzer": _count(e.analyzer for e in inc.evidence),
                             "untied_examples": int(np.sum(inc.matrix.getnnz(axis=1) == 0))}
         doc["explorer"] = _explorer(plan, inc, doc["secrets"]["rows"] if doc["secrets"] else [])
+        if plan is not None:
+            doc["left_out"] = _left_out(plan, inc, _read_json(out / "corpus" / "excluded.json"))
+            sections.append("left-out")
     else:
         doc["incidence"], doc["explorer"] = None, []
     doc["training"] = _training(out)

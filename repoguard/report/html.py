@@ -85,12 +85,13 @@ def _summary(doc: dict) -> str:
 def _findings(f: dict | None) -> str:
     if f is None:
         return ""
+    triage = [k for k in ("where", "severity") if any(k in r for r in f["rows"])]   # triage fields, when the scan gives them
     rows = [[_td(r["rule_id"]), _td(f'{r["path"]}:{r["line"]}'), _td(r["redacted"]), _td(r["entropy"], True, ".2f")]
-            for r in f["rows"]]
+            + [_td(r.get(k)) for k in triage] for r in f["rows"]]
     rules = ", ".join(f"{_e(k)} ({v})" for k, v in list(f["by_rule"].items())[:30])
     return (f'<h2 id="findings">Credential findings</h2><p>{f["count"]} findings (shown redacted: first 4 '
             f'characters). By rule: {rules}. Showing {f["shown"]} of {f["count"]}.</p>'
-            + _table(["rule", "location", "redacted", "entropy"], rows))
+            + _table(["rule", "location", "redacted", "entropy", *triage], rows))
 
 
 def _secrets(s: dict | None) -> str:
@@ -105,7 +106,17 @@ def _secrets(s: dict | None) -> str:
     kinds = ", ".join(f"{_e(k)}: {v}" for k, v in s["binding_kinds"].items())
     return (f'<h2 id="secrets">Secrets</h2><p>{s["count"]} secret{"" if s["count"] == 1 else "s"}; {s["met"]} within target, {s["violated"]} above. '
             f'Binding bound kinds: {kinds}. Showing the {s["shown"]} with the highest achieved/target '
-            f'(complete table: <code>plan/plan.json</code>). Divergences in nats.</p>'
+            f'(complete table: <code>plan/plan.json</code>).</p>'
+            '<p class="muted">How to read it: <b>achieved bound</b> is the probability that an adversary '
+            'reconstructs the secret with the model, given that it succeeds with probability <b>p</b> '
+            'without it; it must stay ≤ the target <b>r</b>. <b>binding</b> names the accounting method '
+            'that gave the tightest bound: <code>kl</code> (the KL divergence, Hush Lemma 3.2), '
+            '<code>renyi:α</code> (the Rényi divergence of order α, e.g. <code>renyi:1.4</code>), or '
+            '<code>pld:ε</code> (the Neyman–Pearson bound r ≤ e<sup>ε</sup>·p + δ(ε) from the privacy-loss '
+            'distribution, attained at that ε, e.g. <code>pld:13.5</code>). <b>KL spent</b> is the KL '
+            'divergence this run (and the ledger, all runs) spent on the secret, in nats (natural-log '
+            'units; 1 nat ≈ 1.44 bits). <b>Σw</b> is the sum of the LP weights w ∈ [0, 1] of the '
+            'secret\'s examples: how many examples\' worth of it is sampled at full rate.</p>'
             + _table(["secret", "prior p", "target r", "achieved bound", "achieved/r", "binding", "examples", "Σw",
                       "KL spent (run)", "KL total (ledger)"], rows, classes=classes))
 
@@ -143,6 +154,27 @@ def _audit(doc: dict) -> str:
     return "".join(parts)
 
 
+def _left_out(lo: dict | None) -> str:
+    if not lo:
+        return ""
+    srows = [[_td(r["secret"]), _td(r["examples"], True, "d"), _td(r["sum_w"], True, ".3g"),
+              _td(100 * r["retained"], True, ".1f"), _td(100 * (1 - r["retained"]), True, ".1f")] for r in lo["per_secret"]]
+    drows = [[_td(r["directory"]), _td(r["examples"], True, "d"), _td(r["tied"], True, "d"), _td(r["sum_w"], True, ".3g"),
+              _td(None if r["retained"] is None else 100 * r["retained"], True, ".1f"), _td(r["files_left_out"], True, "d")]
+             for r in lo["per_directory"]]
+    reasons = ", ".join(f"{_e(k)}: {v}" for k, v in lo["corpus_reasons"].items()) or "none"
+    return ('<h2 id="left-out">What training leaves out, and why</h2>'
+            '<p>Two things keep data out of training. Files are left out of the corpus before weighting '
+            f'(by reason: {reasons}). Then the weighting LP gives each example a weight w ∈ [0, 1]: an '
+            'example is sampled at rate ∝ w, so over a group <b>Σw/n</b> is the share trained on at full '
+            'rate and the rest is what protecting the group\'s secrets costs. Examples tied to no secret '
+            'keep w = 1.</p>'
+            f'<p>Per secret (the {len(srows)} least retained of {lo["n_secrets"]}):</p>'
+            + _table(["secret", "examples", "Σw", "retained %", "left out %"], srows)
+            + f'<p>Per top-level directory (the {len(drows)} least retained of {lo["n_directories"]}):</p>'
+            + _table(["directory", "examples", "tied to a secret", "Σw", "retained %", "files left out of the corpus"], drows))
+
+
 def _explorer(items: list[dict], total: int) -> str:
     if not items:
         return ""
@@ -158,6 +190,31 @@ def _explorer(items: list[dict], total: int) -> str:
     return "".join(out)
 
 
+_TERMS = [
+    ("example", "one training example: a chunk of a file (at most example_max_chars characters)."),
+    ("secret", "something the model must not let an adversary reconstruct: a declared trade secret or a credential."),
+    ("prior p", "the adversary's probability of reconstructing the secret without the model."),
+    ("target r", "the bound the probability must stay under with the model (Hush Def. 3.1)."),
+    ("achieved bound", "the bound the accounting proves for this plan, the ledger's earlier runs included."),
+    ("binding", "the accounting method that gave the achieved bound: kl, renyi:α (Rényi divergence of order α) "
+                "or pld:ε (Neyman–Pearson bound from the privacy-loss distribution, attained at ε)."),
+    ("nats", "units of divergence with the natural logarithm; 1 nat = 1/ln 2 ≈ 1.44 bits."),
+    ("KL", "Kullback–Leibler divergence between the training run with and without the secret's examples."),
+    ("w, Σw", "per-example weight in [0, 1] from the weighting LP (Hush eq. 1); Σw sums them (over all "
+              "examples: the retained data; over a secret's: how much of it is trained on)."),
+    ("retained Σw/n", "the share of the corpus trained on at full rate; the rest was down-weighted or left out."),
+    ("σ (noise multiplier)", "Gaussian noise of std σ·C is added to each step's summed clipped gradients."),
+    ("C (clip norm)", "each example's gradient is scaled to L2 norm at most C."),
+    ("B, T", "the expected batch size (public) and the number of steps."),
+    ("ρ", "example i's sampling probability per step, B·w_i/Σw."),
+    ("c", "the LP's scale: a secret's examples may carry at most c·cap_j of weight."),
+    ("ledger", "the hash-chained record of what each secret spent in every training run."),
+    ("exposure", "how much more likely a planted canary is than random candidates, in bits (Carlini et al. 2019)."),
+]
+_GLOSSARY = ('<h2 id="glossary">Glossary</h2><dl>'
+             + "".join(f"<dt>{_e(t)}</dt><dd>{_e(d)}</dd>" for t, d in _TERMS) + "</dl>")
+
+
 def render(doc: dict) -> str:
     """The page for a report document from `collect`. Pure: no file or network access."""
     p = doc.get("plan")
@@ -170,10 +227,12 @@ def render(doc: dict) -> str:
     sections.append(_audit(doc))
     from repoguard.report.risk import render_risk
     sections.append(render_risk(doc.get("risk") or [], e=_e, td=_td, table=_table, img=_img))
+    sections.append(_left_out(doc.get("left_out")))
     n_sec = (doc.get("incidence") or {}).get("n_secrets", 0)
     sections.append(_explorer(doc.get("explorer") or [], n_sec))
+    sections.append(_GLOSSARY)
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "risk",
-                                                         "explorer")
+                                                     "left-out", "explorer", "glossary")
                   if f'id="{s}"' in "".join(sections))
     title = f"repoguard report{(' — ' + doc['repo']) if doc.get('repo') else ''}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
