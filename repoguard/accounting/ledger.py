@@ -8,7 +8,8 @@ format version 1): one JSON object per line,
     {"v": 1, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),
      "plan_digest", "sigma", "batch_size", "steps", "steps_completed", "status", "accountant",
      "adjacency", "secrets": {id: {"kl": nats, "renyi": {"α": nats}, "pair": {...} | null}},
-     "hash": <sha256>}
+     "randomness" (optional: "os-entropy", or "insecure-reproducible" for a test run whose
+     batches and noise derive from a seed and so carry no guarantee), "hash": <sha256>}
 
 "pair" is the run's dominating pair of that secret (`pld.pair_record`: a = s/σ, the steps
 completed, the mixing law), so that a later plan can compose the privacy-loss distributions of
@@ -154,10 +155,12 @@ def _finite(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str) -> dict:
+def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
+               randomness: str | None = None) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
-    (they then count as +inf). Raises InputError for bad arguments and PolicyError if the ledger
+    (they then count as +inf). `randomness` (when given) records where the run's batches and noise
+    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee). Raises InputError for bad arguments and PolicyError if the ledger
     fails verification (a tampered ledger is never extended)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -185,6 +188,8 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
             "steps": plan.steps, "steps_completed": int(steps_completed), "status": status,
             "accountant": plan.accountant, "adjacency": plan.adjacency, "secrets": secrets,
         }
+        if randomness is not None:
+            entry["randomness"] = str(randomness)
         entry["hash"] = entry_hash(entry)
         line = canonical(entry) + b"\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -27,7 +27,8 @@ class RunOptions:
     private: bool = True
     resume: bool = False
     device: str = "auto"
-    noise_seed: int | None = None       # None: OS entropy (the noise must be unpredictable)
+    insecure_reproducible: bool = False  # tests only: sampler and noise from `[training] seed`
+    keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
 
 
@@ -90,7 +91,9 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         seqs = tokenize(texts, tok, max_length=cfg.max_length)
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=cfg.checkpoint_every, steps=opts.steps,
-                                 private=opts.private, seed=cfg.seed, noise_seed=opts.noise_seed)
+                                 private=opts.private, seed=cfg.seed,
+                                 insecure_reproducible=opts.insecure_reproducible,
+                                 keep_final_checkpoint=opts.keep_checkpoint)
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
                  "" if opts.private else " (--no-dp: no clipping, no noise)")
