@@ -336,9 +336,12 @@ def test_sigterm_records_the_spent_steps_and_resume_finishes(tmp_path):
     ledger = repo / ".repoguard" / "ledger.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "repoguard.cli", "train", "-q", "--max-length", "32",
                              "--checkpoint-every", "2", str(repo)], stderr=subprocess.PIPE, text=True)
+    # Wait for a complete checkpoint, not just the ledger entry: the run records its steps
+    # *before* the checkpoint reaches the disk, so a signal in between leaves nothing to resume.
+    ckpts = repo / ".repoguard" / "train" / "checkpoints"
     deadline = time.time() + 120
-    while time.time() < deadline and not (ledger.is_file() and ledger.read_text().strip()):
-        time.sleep(0.2)
+    while time.time() < deadline and proc.poll() is None and not (ckpts.is_dir() and latest_checkpoint(ckpts)):
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
