@@ -276,12 +276,12 @@ def _refuse_grouped_replace(secrets, cols) -> None:
     Neyman–Pearson bound is 0.8307 (issue 19; tests/test_randomness.py checks it against
     dp_accounting). Until a dominating group pair is proven, such plans are refused.
 
-    Raises InputError naming the first such secret and its number of examples."""
-    for s, ix in zip(secrets, cols):
-        if ix.size > 1:
-            raise InputError(f"--adjacency replace: secret {s.id!r} is carried by {ix.size} examples; the "
-                             "replace accountant is sound only for single-example secrets (use --adjacency "
-                             "zero-out)")
+    Raises InputError naming such secrets (the first 5, then a count) and their numbers of examples."""
+    grouped = [f"secret {s.id!r} is carried by {ix.size} examples" for s, ix in zip(secrets, cols) if ix.size > 1]
+    if grouped:
+        more = f" and {len(grouped) - 5} more" if len(grouped) > 5 else ""
+        raise InputError(f"--adjacency replace: {', '.join(grouped[:5])}{more}; the replace accountant is "
+                         "sound only for single-example secrets (use --adjacency zero-out)")
 
 
 def _too_big(batch_size: float, w: np.ndarray) -> str:
