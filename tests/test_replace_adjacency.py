@@ -95,3 +95,20 @@ def test_plan_cli_single_example_replace_is_sound(tmp_path):
         (i,) = [k for k, e in enumerate(plan.example_ids) if f"src/{s.id}/" in e]
         truth = true_replace_lower(float(plan.rho[i]), plan.sigma, plan.steps, s.p)
         assert s.n_examples == 1 and truth <= s.achieved_bound <= s.r * (1 + 1e-6)
+
+
+def test_train_refuses_a_stale_grouped_replace_plan(tmp_path, capsys):
+    """A plan.json written before the refusal existed (here: edited to say "replace") never trains."""
+    import json
+
+    repo = _repo(tmp_path, {"beta": 2})
+    assert main(["plan", "-q", "--batch-size", "3", "--steps", "4", "--c", "1", str(repo)]) == 0
+    doc_path = repo / ".repoguard" / "plan" / "plan.json"
+    doc = json.loads(doc_path.read_text())
+    doc["adjacency"] = "replace"
+    doc_path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["train", "-q", "--max-length", "32", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert "unsound" in err and "beta" in err and "Traceback" not in err
+    assert not (repo / ".repoguard" / "train" / "adapter").exists()

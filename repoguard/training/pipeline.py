@@ -62,6 +62,11 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.trainer import TrainSettings, train
 
     plan = load_plan(out)
+    grouped = [s.id for s in plan.secrets if s.n_examples > 1]
+    if opts.private and plan.adjacency == "replace" and grouped:   # a plan.json from before issue 19
+        raise InputError(f"{out / 'plan' / 'plan.json'}: --adjacency replace is unsound for secrets carried by "
+                         f"several examples ({', '.join(grouped[:5])}{' …' if len(grouped) > 5 else ''}); "
+                         "re-plan with --adjacency zero-out")
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, plan.example_ids, redactor=default_redactor())
     dist = init_from_env()
