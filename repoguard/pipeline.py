@@ -66,6 +66,8 @@ class RunSettings:
     seed: int | None = None
     device: str = "auto"
     no_dp: bool = False
+    insecure_reproducible: bool = False  # tests only: the private run's batches and noise from `seed`
+    keep_checkpoint: bool = False
     budget_fraction: float = 1.0        # share of each secret's remaining headroom this run may spend
     audit: bool = False
     audit_steps: int | None = None

@@ -235,7 +235,7 @@ class train:
         s = ctx.settings
         return {"plan": _out(ctx, "plan"), "corpus": _out(ctx, "analyze"),
                 "training": dataclasses.asdict(_train_cfg(ctx)), "private": not s.no_dp,
-                "device": s.device, "version": __version__}
+                "insecure_reproducible": s.insecure_reproducible, "device": s.device, "version": __version__}
 
     @staticmethod
     def execute(ctx):
@@ -243,7 +243,7 @@ class train:
 
         s = ctx.settings
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
-                          noise_seed=None if s.seed is None else s.seed + 0x5EED)
+                          insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint)
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],

@@ -152,6 +152,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     hist = _spent_pairs(secrets, ledger_spent or {}, ledger_pairs or {})
     csc = incidence.matrix.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
+    if adjacency == "replace":
+        _refuse_grouped_replace(secrets, cols)
 
     def run(cval: float, method: str):
         lp = solve_weights(incidence.matrix, caps, cval)
@@ -261,6 +263,25 @@ def _spent_pairs(secrets, ledger_spent: dict, ledger_pairs: dict) -> list:
         recs = ledger_pairs.get(s.id, None if s.id in ledger_spent else [])
         out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
     return out
+
+
+def _refuse_grouped_replace(secrets, cols) -> None:
+    """Refuse "replace" adjacency for a secret carried by more than one example.
+
+    The accountant's replace pair is (Σ_m π_m N(2m, σ²), N(0, σ²)) — the add/remove pair of
+    Hush §4 [Charles et al. 2024 Thm 1] with sensitivity 2 per example. For one example it
+    dominates the replace pair ((1−ρ)N(0) + ρN(1), (1−ρ)N(0) + ρN(−1)) (shift by the replaced
+    gradient). For a group it does not dominate the true pair (Σ_m π_m N(m), Σ_m π_m N(−m)):
+    with 10 examples, ρ = 0.3, σ = 3, T = 1, p = 0.2 it reports 0.8023 while the true pair's
+    Neyman–Pearson bound is 0.8307 (issue 19; tests/test_randomness.py checks it against
+    dp_accounting). Until a dominating group pair is proven, such plans are refused.
+
+    Raises InputError naming such secrets (the first 5, then a count) and their numbers of examples."""
+    grouped = [f"secret {s.id!r} is carried by {ix.size} examples" for s, ix in zip(secrets, cols) if ix.size > 1]
+    if grouped:
+        more = f" and {len(grouped) - 5} more" if len(grouped) > 5 else ""
+        raise InputError(f"--adjacency replace: {', '.join(grouped[:5])}{more}; the replace accountant is "
+                         "sound only for single-example secrets (use --adjacency zero-out)")
 
 
 def _too_big(batch_size: float, w: np.ndarray) -> str:

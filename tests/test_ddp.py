@@ -24,7 +24,9 @@ TINY = TinyConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_laye
                   max_position=64)
 TEXTS = [f"class Job{i}:\n    def run(self):\n        return {i} ** 2\n" for i in range(12)]
 # B = 1.5 over 12 examples: many logical batches have 0 or 1 example, so one rank is often empty.
-SETTINGS = TrainSettings(lr=1e-2, micro_batch_size=2, checkpoint_every=3, seed=4, noise_seed=9)
+# Comparing with a single process needs the same batches and noise: the test-only flag.
+SETTINGS = TrainSettings(lr=1e-2, micro_batch_size=2, checkpoint_every=3, seed=4, noise_seed=9,
+                         insecure_reproducible=True)
 
 
 def _plan() -> Plan:
@@ -35,13 +37,13 @@ def _plan() -> Plan:
                 rho=b * w / w.sum())
 
 
-def run_once(train_dir: Path, dist: Dist) -> torch.Tensor:
+def run_once(train_dir: Path, dist: Dist, settings: TrainSettings = SETTINGS) -> torch.Tensor:
     model, tok = build_tiny_model(TEXTS, seed=2, size=TINY)
     model = apply_lora(model, r=4, alpha=8, dropout=0.0, seed=2)
     params = [p for p in model.parameters() if p.requires_grad]
     sync_parameters(params, dist)
     train(model=model, seqs=tokenize(TEXTS, tok, max_length=32), pad_id=tok.pad_token_id, plan=_plan(),
-          train_dir=train_dir, settings=SETTINGS, ledger=None, publish=False, dist=dist,
+          train_dir=train_dir, settings=settings, ledger=None, publish=False, dist=dist,
           show_progress=False)
     return flat_params(params)
 
@@ -61,6 +63,12 @@ def test_two_gloo_ranks_match_one_process(tmp_path):
     sizes = [int(x.split('"batch_size": ')[1].split(",")[0]) for x in log]
     assert len(sizes) == 8 and min(sizes) <= 1               # empty / one-example batches occurred
     assert not (tmp_path / "ddp" / "adapter").exists()       # dry run: nothing published
+    # The default (OS-entropy) randomness: rank 0's sampler seed is broadcast, ranks still agree.
+    s0, s1 = torch.load(tmp_path / "rank0_secure.pt"), torch.load(tmp_path / "rank1_secure.pt")
+    assert torch.equal(s0, s1) and not torch.equal(s0, r0)
+    seeds = [(tmp_path / f"rank{r}_seeds.txt").read_text().split() for r in (0, 1)]
+    assert seeds[0][0] == seeds[1][0]                        # one sampler seed for every rank …
+    assert seeds[0][1] != seeds[1][1]                        # … drawn afresh, noise seeds are per rank
 
 
 if __name__ == "__main__":
@@ -69,4 +77,10 @@ if __name__ == "__main__":
     out = Path(sys.argv[1])
     final = run_once(out / "ddp", d)
     torch.save(final, out / f"rank{d.rank}.pt")
+    secure = TrainSettings(lr=1e-2, micro_batch_size=2, checkpoint_every=3, seed=4)
+    torch.save(run_once(out / "ddp_secure", d, secure), out / f"rank{d.rank}_secure.pt")
+    from repoguard.training.randomness import draw
+
+    r = draw(private=True, insecure_reproducible=False, seed=4, dist=d)
+    (out / f"rank{d.rank}_seeds.txt").write_text(f"{r.sampler_seed} {r.noise_seed}")
     shutdown(d)

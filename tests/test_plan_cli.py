@@ -116,6 +116,10 @@ def test_ledger_makes_bounds_cumulative_and_refuses_when_spent(project, capsys):
 
 def test_table_output(project, capsys):
     root, out = project
-    assert main(["plan", str(root), "--out", str(out), "--c", "2", "--adjacency", "replace"]) == 0
+    # Grouped secrets under "replace" adjacency: refused, one line, exit 2 (issue 19).
+    assert main(["plan", str(root), "--out", str(out), "--c", "2", "--adjacency", "replace"]) == 2
+    err = capsys.readouterr().err
+    assert "--adjacency replace" in err and "examples" in err and "Traceback" not in err
+    assert main(["plan", str(root), "--out", str(out), "--c", "2"]) == 0
     text = capsys.readouterr().out
     assert "per-secret bounds" in text and "paper's KL accountant" in text

@@ -40,7 +40,9 @@ def lora_params(model):
     return [p for p in model.parameters() if p.requires_grad]
 
 
-SETTINGS = TrainSettings(lr=5e-3, micro_batch_size=2, checkpoint_every=2, seed=1, noise_seed=42)
+# Resume and ledger tests need the same batches and noise in every run: the test-only flag.
+SETTINGS = TrainSettings(lr=5e-3, micro_batch_size=2, checkpoint_every=2, seed=1, noise_seed=42,
+                         insecure_reproducible=True)
 
 
 def test_resume_after_interruption_is_bit_identical(tmp_path):
@@ -73,15 +75,23 @@ def test_resume_after_interruption_is_bit_identical(tmp_path):
     assert log("a") == log("b") and [r[0] for r in log("a")] == [1, 2, 3, 4, 5, 6]
 
 
-def test_resume_refuses_a_checkpoint_of_another_plan(tmp_path):
+def test_resume_refuses_a_checkpoint_of_another_plan_or_randomness(tmp_path):
+    import dataclasses
+
     model, tok = tiny()
     seqs = tokenize(TEXTS, tok, max_length=32)
-    train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=make_plan(steps=2), train_dir=tmp_path,
-          settings=SETTINGS, ledger=None, publish=False, show_progress=False)
+    kept = dataclasses.replace(SETTINGS, keep_final_checkpoint=True, steps=2)   # else deleted at completion
+    train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=make_plan(steps=4), train_dir=tmp_path,
+          settings=kept, ledger=None, publish=False, show_progress=False)
     with pytest.raises(InputError, match="another plan"):
         train(model=tiny()[0], seqs=seqs, pad_id=tok.pad_token_id, plan=make_plan(steps=4, b=3.0),
               train_dir=tmp_path, settings=SETTINGS, ledger=None, resume=True, publish=False,
               show_progress=False)
+    # A checkpoint of a reproducible test run never continues as a (secure) default run.
+    with pytest.raises(InputError, match="insecure-reproducible"):
+        train(model=tiny()[0], seqs=seqs, pad_id=tok.pad_token_id, plan=make_plan(steps=4),
+              train_dir=tmp_path, settings=TrainSettings(lr=5e-3, micro_batch_size=2), ledger=None,
+              resume=True, publish=False, show_progress=False)
 
 
 def test_steps_beyond_the_plan_are_refused(tmp_path):
@@ -326,9 +336,12 @@ def test_sigterm_records_the_spent_steps_and_resume_finishes(tmp_path):
     ledger = repo / ".repoguard" / "ledger.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "repoguard.cli", "train", "-q", "--max-length", "32",
                              "--checkpoint-every", "2", str(repo)], stderr=subprocess.PIPE, text=True)
+    # Wait for a complete checkpoint, not just the ledger entry: the run records its steps
+    # *before* the checkpoint reaches the disk, so a signal in between leaves nothing to resume.
+    ckpts = repo / ".repoguard" / "train" / "checkpoints"
     deadline = time.time() + 120
-    while time.time() < deadline and not (ledger.is_file() and ledger.read_text().strip()):
-        time.sleep(0.2)
+    while time.time() < deadline and proc.poll() is None and not (ckpts.is_dir() and latest_checkpoint(ckpts)):
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]

@@ -7,7 +7,8 @@ format version 2): one JSON object per line,
 
     {"v": 2, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),
      "plan_digest", "sigma", "batch_size", "steps", "steps_completed", "status", "accountant",
-     "adjacency", "n_secrets",
+     "adjacency", "n_secrets", "randomness" (optional: "os-entropy", or "insecure-reproducible"
+     for a test run whose batches and noise derive from a seed and so carry no guarantee),
      "spending": {"file": "run-<k>.parquet", "sha256"},     per-secret spending of this entry
      "summary": {"file": "summary-<k>.parquet", "sha256"},  state carried forward (below)
      "hash": <sha256>}
@@ -240,10 +241,12 @@ def _finite(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str) -> dict:
+def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
+               randomness: str | None = None) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
-    (they then count as +inf). Raises InputError for bad arguments and PolicyError if the ledger
+    (they then count as +inf). `randomness` (when given) records where the run's batches and noise
+    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee). Raises InputError for bad arguments and PolicyError if the ledger
     fails verification (a tampered ledger is never extended)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -262,6 +265,8 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     fields = {"run_id": str(run_id), "plan_digest": plan_digest(plan), "sigma": plan.sigma,
               "batch_size": plan.batch_size, "steps": plan.steps, "steps_completed": int(steps_completed),
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
+    if randomness is not None:
+        fields["randomness"] = str(randomness)
     return append_entry(path, fields, secrets)
 
 

@@ -3,7 +3,8 @@
 Built only from the training stage's public functions (`build_tiny_model`/`load_model`,
 `apply_lora`, `tokenize`, `trainer.train` with `publish=False`): same base weights, same LoRA
 initialisation, same Poisson sampler seed and ρ, same learning rate and steps; the DP run clips to
-C and adds N(0, σ²C²) per step, the other does neither. The models stay in memory: they are
+C and adds N(0, σ²C²) per step, the other does neither. Both are seeded (the trainer's
+`insecure_reproducible`): an audit must be reproducible, and these models are never released. The models stay in memory: they are
 measuring instruments, not releases, so no adapter is written and nothing enters the ledger.
 The numbers they yield (exposure, extraction rates of secret examples) come partly from a model
 with no DP guarantee: treat `OUT/audit/` and the report as internal to the security team.
@@ -76,7 +77,8 @@ def train_pair(*, plan, texts: Sequence[str], public: Sequence[str], cfg, log_di
                            targets=cfg.lora_targets, seed=seed)
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=total, steps=total, private=label == "dp", seed=seed,
-                                 noise_seed=noise_seed)
+                                 noise_seed=noise_seed if label == "dp" else None,
+                                 insecure_reproducible=True)     # an instrument, never released
         run_dir = Path(log_dir) / label
         run_dir.mkdir(parents=True, exist_ok=True)
         reports[label] = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=run_dir,

@@ -47,9 +47,14 @@ def register(parser) -> None:
     t.add_argument("--lora-r", type=int, default=None, metavar="R")
     t.add_argument("--lr", type=float, default=None)
     t.add_argument("--micro-batch-size", type=int, default=None, metavar="N")
-    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--seed", type=int, default=None,
+                   help="seed of model/LoRA init, --no-dp runs and the audit (never a private run's batches or noise)")
     t.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     t.add_argument("--no-dp", action="store_true", help="utility baseline: no clipping, no noise")
+    t.add_argument("--insecure-reproducible", action="store_true",
+                   help="TESTS ONLY: derive the private run's batches and noise from --seed (no privacy guarantee)")
+    t.add_argument("--keep-checkpoint", action="store_true",
+                   help="keep the final checkpoint after training (it holds the generator states: never publish it)")
 
 
 def run(args) -> int:
@@ -78,7 +83,8 @@ def run(args) -> int:
         cap=args.cap, accountant=args.accountant, adjacency=args.adjacency, model=args.model,
         max_length=args.max_length, lora_r=args.lora_r, lr=args.lr, micro_batch_size=args.micro_batch_size,
         seed=args.seed, device=args.device,
-        no_dp=args.no_dp, audit=args.audit, audit_steps=args.audit_steps,
+        no_dp=args.no_dp, insecure_reproducible=args.insecure_reproducible,
+        keep_checkpoint=args.keep_checkpoint, audit=args.audit, audit_steps=args.audit_steps,
         budget_fraction=(args.budget_fraction if args.budget_fraction is not None
                          else SCHEDULED_FRACTION if args.scheduled else 1.0),
         from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet)

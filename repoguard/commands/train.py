@@ -21,11 +21,15 @@ def register(parser) -> None:
     a("--micro-batch-size", type=int, default=None, metavar="N", help="examples per forward pass (memory)")
     a("--checkpoint-every", type=int, default=None, metavar="STEPS")
     a("--steps", type=int, default=None, help="stop after this many steps (≤ the plan's T)")
-    a("--seed", type=int, default=None, help="seed of sampler, init and noise (default: config seed; "
-      "noise from OS entropy unless given)")
+    a("--seed", type=int, default=None, help="seed of model/LoRA init and of --no-dp runs (default: config "
+      "seed); a private run's batches and noise always come from OS entropy")
     a("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
     a("--no-dp", action="store_true", help="utility baseline: same sampler, no clipping, no noise")
     a("--resume", action="store_true", help="continue from the latest checkpoint in OUT/train/checkpoints")
+    a("--insecure-reproducible", action="store_true",
+      help="TESTS ONLY: derive a private run's batches and noise from --seed (no privacy guarantee)")
+    a("--keep-checkpoint", action="store_true",
+      help="keep the final checkpoint after the run (it holds the generator states: never publish it)")
 
 
 def run(args) -> int:
@@ -51,7 +55,7 @@ def run(args) -> int:
                        learning_rate=args.lr, micro_batch_size=args.micro_batch_size,
                        checkpoint_every=args.checkpoint_every, seed=args.seed)
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
-                      noise_seed=None if args.seed is None else args.seed + 0x5EED,
+                      insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,
                       show_progress=not args.quiet)
     report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
     if int(os.environ.get("RANK", "0")) != 0:    # under torchrun only rank 0 reports

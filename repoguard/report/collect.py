@@ -240,7 +240,8 @@ def _training(out: Path) -> dict:
     log = _read_log(out / "train" / "train_log.jsonl")
     if log:
         private = pr.get("private") if pr else None
-        runs.append({"name": "train" + ("" if private is None else (" (DP)" if private else " (--no-dp)")),
+        insecure = " (DP, INSECURE reproducible test run)" if pr and pr.get("insecure_reproducible") else " (DP)"
+        runs.append({"name": "train" + ("" if private is None else (insecure if private else " (--no-dp)")),
                      "private": private, "log": _downsample(log)})
     audit = out / "audit"
     if audit.is_dir():

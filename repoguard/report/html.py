@@ -72,6 +72,10 @@ def _summary(doc: dict) -> str:
                   _card("worst achieved/target", _num(s["ratio_max"], ".3g"))]
     if f is not None:
         cards.append(_card("credential findings", _num(f["count"], "d")))
+    pr = (doc.get("training") or {}).get("privacy_report") or {}
+    if pr.get("private"):   # where the batches and the noise came from (training.randomness)
+        cards.append(_card("batches and noise", "INSECURE: reproducible test run, no guarantee"
+                           if pr.get("insecure_reproducible") else "OS entropy (secret)"))
     led = doc.get("ledger")
     if led is not None:
         cards.append(_card("ledger", ("verified, " if led["ok"] else "FAILS verification, ") + f'{led.get("entries")} entries'))

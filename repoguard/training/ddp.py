@@ -6,9 +6,10 @@ clips its own examples, and once per logical step the ranks all-reduce (SUM) one
 clipped sums; rank 0 alone adds N(0, σ²C²) to its buffer before the reduce, so the result carries
 noise exactly once (Opacus's DPDDP does the same).
 
-Staying in step: every rank draws the same logical batch from the same seeded sampler and takes
-its slice (`sampler.shard`); a rank whose slice is empty still calls the one all-reduce per step,
-so collectives never desynchronise on empty batches.
+Staying in step: every rank draws the same logical batch from the same sampler (rank 0 draws its
+secret seed and broadcasts it, `randomness.draw`) and takes its slice (`sampler.shard`); a rank
+whose slice is empty still calls the one all-reduce per step, so collectives never desynchronise
+on empty batches.
 
 Launch: `torchrun --nproc_per_node N -m repoguard.cli train ...` (nccl on CUDA, gloo on CPU).
 """
@@ -42,6 +43,16 @@ class Dist:
             import torch.distributed as dist
 
             dist.broadcast(tensor, src=src)
+
+    def broadcast_object(self, obj, src: int = 0):
+        """Rank `src`'s picklable `obj` on every rank (itself for a single process)."""
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            box = [obj]
+            dist.broadcast_object_list(box, src=src)
+            return box[0]
+        return obj
 
     def barrier(self) -> None:
         """Wait for every rank (e.g. until rank 0 has written a checkpoint)."""

@@ -78,10 +78,12 @@ class LedgerGuard:
             raise PolicyError(f"{self.path}: this run would exceed the privacy ledger for "
                               f"{len(over)} secret(s): {desc}. Re-run `repoguard plan`")
 
-    def record(self, plan, *, run_id: str, steps_completed: int, status: str) -> None:
-        """Append an entry for `run_id` (cumulative steps of the run)."""
+    def record(self, plan, *, run_id: str, steps_completed: int, status: str,
+               randomness: str | None = None) -> None:
+        """Append an entry for `run_id` (cumulative steps of the run); `randomness` is the run's
+        mode (`training.randomness`: "os-entropy", or "insecure-reproducible" for a test run)."""
         self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
-                                  status=status)
+                                  status=status, randomness=randomness)
 
 
 def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:

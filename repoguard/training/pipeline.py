@@ -27,7 +27,8 @@ class RunOptions:
     private: bool = True
     resume: bool = False
     device: str = "auto"
-    noise_seed: int | None = None       # None: OS entropy (the noise must be unpredictable)
+    insecure_reproducible: bool = False  # tests only: sampler and noise from `[training] seed`
+    keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
 
 
@@ -61,6 +62,11 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.trainer import TrainSettings, train
 
     plan = load_plan(out)
+    grouped = [s.id for s in plan.secrets if s.n_examples > 1]
+    if opts.private and plan.adjacency == "replace" and grouped:   # a plan.json from before issue 19
+        raise InputError(f"{out / 'plan' / 'plan.json'}: --adjacency replace is unsound for secrets carried by "
+                         f"several examples ({', '.join(grouped[:5])}{' …' if len(grouped) > 5 else ''}); "
+                         "re-plan with --adjacency zero-out")
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, plan.example_ids, redactor=default_redactor())
     dist = init_from_env()
@@ -91,7 +97,9 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         seqs = tokenize(texts, tok, max_length=cfg.max_length)
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=cfg.checkpoint_every, steps=opts.steps,
-                                 private=opts.private, seed=cfg.seed, noise_seed=opts.noise_seed)
+                                 private=opts.private, seed=cfg.seed,
+                                 insecure_reproducible=opts.insecure_reproducible,
+                                 keep_final_checkpoint=opts.keep_checkpoint)
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
                  "" if opts.private else " (--no-dp: no clipping, no noise)")

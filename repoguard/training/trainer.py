@@ -1,20 +1,36 @@
 """The training loop: weighted Poisson batches → DP step → AdamW, with logs, checkpoints and resume.
 
 Outputs under `train_dir` (`OUT/train/`):
-    train_log.jsonl       one line per step: step, batch_size (realised), loss, lr, seconds, tokens
-    checkpoints/step-N/   lora.safetensors, optimizer.pt, rng.pt, state.json (atomic, last 2 kept)
+    train_log.jsonl       one line per step: step, lr — plus, for runs with no guarantee to keep
+                          (--no-dp, or unpublished measuring runs), batch_size (realised), loss,
+                          tokens, seconds
+    internal/steps.jsonl  published private runs: the per-step batch statistics (batch_size, loss,
+                          tokens, seconds), owner-only (0700/0600); for the operator, never publish
+    checkpoints/step-N/   lora.safetensors, optimizer.pt, rng.pt, state.json (atomic, last 2 kept;
+                          owner-only; deleted when the run completes unless `keep_final_checkpoint`)
     adapter/              PEFT adapter, written only after the run is recorded in the ledger
-    privacy_report.json   σ, B, T, C, steps completed, per-secret achieved bound from the plan
+    privacy_report.json   σ, B, T, C, steps completed, randomness, per-secret achieved bound
 
+Why the per-step batch statistics stay out of what is published: the realised batch size
+N_t = Σ_i 1[i ∈ batch_t] is not covered by the accountant. It is independent of the secret's
+*content*, but conditioning on it moves each example's inclusion probability away from ρ_i (a
+large N_t makes inclusion likelier), and the one-step divergence of the mixture is convex in that
+probability, so (sizes, noisy gradients) together can leak more than the noisy gradients alone;
+the batch loss and token count are un-noised functions of the batch (a one-example batch's loss
+names the example), and per-step time tracks the batch size.
+
+Randomness (`training.randomness`): a private run's sampler and noise are seeded from the OS
+CSPRNG per run; `seed` seeds them only for --no-dp runs or with `insecure_reproducible` (tests).
 Resume restores the LoRA parameters, AdamW state, sampler state, torch RNG and the noise
-generator, so on CPU a resumed run ends with bit-identical parameters to an uninterrupted one.
+generator from the checkpoint, so a resumed run ends with bit-identical parameters to an
+uninterrupted one (on CPU), whatever the seeds were.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import secrets as _secrets
+import os
 import shutil
 import signal
 import threading
@@ -33,16 +49,23 @@ from repoguard.training.data import collate
 from repoguard.training.ddp import Dist
 from repoguard.training.dp_step import DPStep, PrivacyInvariantError
 from repoguard.training.guard import LedgerGuard
+from repoguard.training.randomness import (INSECURE, INSECURE_WARNING, KEEP_WARNING, SECURE, draw,
+                                           secure_dir, secure_tree)
 from repoguard.training.sampler import PoissonSampler, micro_batches, shard
 
 log = logging.getLogger("repoguard")
+INTERNAL = "internal"        # OUT/train/internal/: owner-only operator diagnostics, never published
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     """Run settings. `steps` None = the plan's T (fewer is allowed: it spends less).
-    `noise_seed` None = drawn from the OS (an adversary must not know the noise); it is still
-    checkpointed so a resume continues exactly."""
+
+    `seed` seeds the sampler of a --no-dp run; a private run's sampler and noise come from the OS
+    CSPRNG unless `insecure_reproducible` (tests and audits only: the sampler then uses `seed`,
+    the noise `noise_seed`, default seed + 0x5EED, and the run has no guarantee against whoever
+    knows the seed). `keep_final_checkpoint`: keep the final checkpoint (it holds the generator states)
+    when the run completes; by default every checkpoint is deleted then."""
 
     lr: float = 1e-3
     micro_batch_size: int = 8
@@ -52,6 +75,8 @@ class TrainSettings:
     seed: int = 0
     noise_seed: int | None = None
     keep_checkpoints: int = 2
+    insecure_reproducible: bool = False
+    keep_final_checkpoint: bool = False
 
 
 def plan_fingerprint(plan) -> str:
@@ -72,6 +97,7 @@ def _save_checkpoint(ckpt_dir: Path, *, step: int, dp: DPStep, optimizer, sample
                      keep: int) -> None:
     from safetensors.torch import save_file
 
+    secure_dir(ckpt_dir)        # secret material: owner-only before anything is written in it
     with atomic_dir(ckpt_dir / f"step-{step:08d}") as tmp:
         save_file({n: p.detach().cpu().contiguous() for n, p in zip(dp.names, dp.params)},
                   str(tmp / "lora.safetensors"))
@@ -81,6 +107,7 @@ def _save_checkpoint(ckpt_dir: Path, *, step: int, dp: DPStep, optimizer, sample
             rng["cuda"] = torch.cuda.get_rng_state_all()
         torch.save(rng, tmp / "rng.pt")
         atomic_write_json(tmp / "state.json", {**state, "step": step, "sampler": sampler.state_dict()})
+        secure_tree(tmp)
     for old in sorted(ckpt_dir.glob("step-*"))[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -142,7 +169,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     Returns the privacy report (also written to `privacy_report.json`).
 
     Raises:
-        InputError: sizes disagree, --steps > T, no checkpoint to resume, checkpoint of another plan.
+        InputError: sizes disagree, --steps > T, no checkpoint to resume, checkpoint of another plan
+            or randomness mode, a fixed noise seed without `insecure_reproducible`.
         PolicyError: ledger changed since the plan; a DP invariant is violated
             (`PrivacyInvariantError`); the ledger cannot be written.
     """
@@ -159,12 +187,21 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         # Still private (any public divisor is), but not the plan the accountant analysed.
         log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
-    sampler = PoissonSampler(plan.rho, seed=settings.seed)
+    try:
+        rand = draw(private=settings.private, insecure_reproducible=settings.insecure_reproducible,
+                    seed=settings.seed, noise_seed=settings.noise_seed, dist=dist)
+    except ValueError as exc:
+        raise InputError(f"train: {exc}") from None
+    if rand.mode == INSECURE and publish and dist.is_main:
+        log.warning(INSECURE_WARNING)
+    sampler = PoissonSampler(plan.rho, seed=rand.sampler_seed)
     device = next(p for p in model.parameters() if p.requires_grad).device
     gen = None
     if settings.private:
         gen = torch.Generator(device=device)
-        gen.manual_seed(settings.noise_seed if settings.noise_seed is not None else _secrets.randbits(63))
+        gen.manual_seed(rand.noise_seed)
+    del rand                     # the seeds live on only inside the generators (and checkpoints)
+    mode = _mode(settings)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=0.0)
     dp = DPStep(model, clip_norm=plan.clip_norm, noise_multiplier=plan.sigma, batch_size=plan.batch_size,
@@ -178,9 +215,12 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     fingerprint = plan_fingerprint(plan)
     if dist.is_main:
         _rewrite_log(train_dir / "train_log.jsonl", keep_until=start if resume else 0)
+        internal = train_dir / INTERNAL / "steps.jsonl"
+        if internal.is_file():
+            _rewrite_log(internal, keep_until=start if resume else 0)
         if not resume:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
-    state = {"plan": fingerprint, "private": settings.private, "run_id": run_id}
+    state = {"plan": fingerprint, "private": settings.private, "run_id": run_id, "randomness": mode}
     recording = publish and settings.private and dist.is_main
     # Steps already recorded for this run (a crash recorded what it computed; a resume recomputes
     # those steps with the same randomness, so they are not spent twice, and never un-spent).
@@ -189,12 +229,18 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     def record(steps: int, status: str) -> None:
         nonlocal recorded
         recorded = max(recorded, steps)
-        ledger.record(plan, run_id=run_id, steps_completed=recorded, status=status)
+        ledger.record(plan, run_id=run_id, steps_completed=recorded, status=status, randomness=mode)
 
     old_term = _sigterm_as_interrupt()
     bar = _progress(total, start, show_progress and dist.is_main)
     steps_done, t0 = start, time.perf_counter()
+    split = settings.private and publish        # batch statistics go to the owner-only log
     log_fh = open(train_dir / "train_log.jsonl", "a", encoding="utf-8") if dist.is_main else None
+    internal_fh = None
+    if split and dist.is_main:
+        secure_dir(train_dir / INTERNAL)
+        fd = os.open(train_dir / INTERNAL / "steps.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        internal_fh = os.fdopen(fd, "a", encoding="utf-8")
     try:
         for step in range(start, total):
             t_step = time.perf_counter()
@@ -207,10 +253,13 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             steps_done = step + 1
             if log_fh is not None:
                 n = stats["n_examples"]
-                log_fh.write(json.dumps({
-                    "step": steps_done, "batch_size": n, "loss": stats["loss_sum"] / n if n else None,
-                    "lr": optimizer.param_groups[0]["lr"], "tokens": stats["n_tokens"],
-                    "seconds": round(time.perf_counter() - t_step, 6)}) + "\n")
+                row = {"step": steps_done, "lr": optimizer.param_groups[0]["lr"]}
+                batch = {"batch_size": n, "loss": stats["loss_sum"] / n if n else None,
+                         "tokens": stats["n_tokens"], "seconds": round(time.perf_counter() - t_step, 6)}
+                if internal_fh is not None:
+                    internal_fh.write(json.dumps({**row, **batch}) + "\n")
+                    internal_fh.flush()
+                log_fh.write(json.dumps(row if split else {**row, **batch}) + "\n")
                 log_fh.flush()
             if steps_done % settings.checkpoint_every == 0 or steps_done == total:
                 if recording and steps_done < total:
@@ -235,11 +284,14 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             signal.signal(signal.SIGTERM, old_term)
         if log_fh is not None:
             log_fh.close()
+        if internal_fh is not None:
+            internal_fh.close()
         if bar is not None:
             bar.stop()
         dp.close()
 
-    report = _privacy_report(plan, settings, run_id=run_id, steps_completed=total, resumed_from=start)
+    report = _privacy_report(plan, settings, run_id=run_id, steps_completed=total, resumed_from=start,
+                             randomness=mode)
     if publish and dist.is_main:
         if settings.private:   # recorded *before* the adapter exists: no unrecorded release
             record(total, "completed")
@@ -252,12 +304,30 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             # Base weights live in base_model/ (or the user's --model): the adapter holds LoRA only.
             model.save_pretrained(tmp, save_embedding_layers=False)
         atomic_write_json(train_dir / "privacy_report.json", report)
-        # Earlier checkpoints hold the noise generator's state for steps that are now released:
-        # keep only the final one (its RNG state is never used again).
-        for old in sorted(ckpt_dir.glob("step-*"))[:-1]:
-            shutil.rmtree(old, ignore_errors=True)
+    if dist.is_main:
+        _retire_checkpoints(ckpt_dir, keep=settings.keep_final_checkpoint)
     dist.barrier()
     return report
+
+
+def _mode(settings: TrainSettings) -> str:
+    """The run's randomness as recorded: SECURE, INSECURE or "seeded" (--no-dp)."""
+    if not settings.private:
+        return "seeded"
+    return INSECURE if settings.insecure_reproducible else SECURE
+
+
+def _retire_checkpoints(ckpt_dir: Path, *, keep: bool) -> None:
+    """A completed run's checkpoints hold the generator states of released steps: delete them all,
+    or (`keep`) all but the final one, with a warning."""
+    if not ckpt_dir.exists():
+        return
+    if not keep:
+        shutil.rmtree(ckpt_dir)
+        return
+    for old in sorted(ckpt_dir.glob("step-*"))[:-1]:
+        shutil.rmtree(old, ignore_errors=True)
+    log.warning(KEEP_WARNING.format(path=ckpt_dir))
 
 
 def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, dp: DPStep, optimizer, sampler,
@@ -273,6 +343,10 @@ def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, 
         if state["plan"] != fingerprint or state["private"] != settings.private:
             raise InputError(f"{ck}: checkpoint belongs to another plan or mode; start afresh "
                              "(delete the checkpoints) or re-plan")
+        if state.get("randomness", SECURE if settings.private else "seeded") != _mode(settings):
+            raise InputError(f"{ck}: checkpoint was made with randomness {state.get('randomness')!r}, "
+                             f"this run asks for {_mode(settings)!r}; resume with the same "
+                             "--insecure-reproducible setting or start afresh")
         start, run_id = int(state["step"]), state["run_id"]    # same run: its last ledger entry counts
         if start >= total:
             raise InputError(f"{ck}: already at step {start} of {total}; nothing to resume")
@@ -295,7 +369,8 @@ def _sigterm_as_interrupt():
 
 
 def _rewrite_log(path: Path, *, keep_until: int) -> None:
-    """Keep the log lines of steps ≤ keep_until (the resumed checkpoint), drop the rest."""
+    """Keep the log lines of steps ≤ keep_until (the resumed checkpoint), drop the rest (the
+    owner-only file keeps its 0600: atomic_write_text writes through mkstemp)."""
     lines = []
     if keep_until and path.is_file():
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
@@ -303,16 +378,22 @@ def _rewrite_log(path: Path, *, keep_until: int) -> None:
     atomic_write_text(path, "".join(ln + "\n" for ln in lines))
 
 
-def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_completed: int, resumed_from: int) -> dict:
+def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_completed: int, resumed_from: int,
+                    randomness: str) -> dict:
     private = settings.private
+    insecure = randomness == INSECURE
+    guarantee = ("per-secret bounds of the plan (T steps; fewer steps spend less)" if private
+                 else "none: --no-dp baseline")
+    if insecure:
+        guarantee = ("none against anyone who knows the seed: --insecure-reproducible derived the "
+                     "batches and the noise from it (tests only); " + guarantee)
     return {
-        "run_id": run_id, "private": private,
+        "run_id": run_id, "private": private, "randomness": randomness, "insecure_reproducible": insecure,
         "sigma": plan.sigma if private else 0.0, "batch_size": plan.batch_size, "steps": plan.steps,
         "steps_completed": steps_completed, "resumed_from": resumed_from, "clip_norm": plan.clip_norm,
         "noise_std_per_coordinate": plan.sigma * plan.clip_norm / plan.batch_size if private else 0.0,
         "accountant": plan.accountant, "adjacency": plan.adjacency,
-        "guarantee": ("per-secret bounds of the plan (T steps; fewer steps spend less)" if private
-                      else "none: --no-dp baseline"),
+        "guarantee": guarantee,
         "secrets": [{"id": s.id, "p": s.p, "r": s.r,
                      "achieved_bound": s.achieved_bound if private else None,
                      "binding": s.binding} for s in plan.secrets],
