@@ -58,7 +58,7 @@ def runs(fixture_repo, tmp_path_factory):
         outs = {}
         for label in ("no-dp", "dp"):
             out = base / label
-            prepare_out(repo, out, steps=200, exclude=tuple(held))
+            plan, _ = prepare_out(repo, out, steps=200, exclude=tuple(held))
             with one_thread():
                 run_training(root=repo, out=out, cfg=dataclasses.replace(cfg, learning_rate=LR[label]),
                              opts=RunOptions(private=label == "dp", device="cpu", show_progress=False))
@@ -89,8 +89,6 @@ def test_canary_tops_the_no_dp_table_and_drops_under_dp(runs):
         assert doc["private"] is (label == "dp")
         table = next(t for t in doc["secrets"] if t["secret"] == SECRET)
         npz = np.load(runs["outs"][label] / "audit" / "risk.npz")
-        ids = json.loads((runs["outs"][label] / "plan" / "plan.json").read_text())["example_ids"] \
-            if "example_ids" in json.loads((runs["outs"][label] / "plan" / "plan.json").read_text()) else None
         from repoguard.plan import load_plan
 
         ids = load_plan(runs["outs"][label]).example_ids
