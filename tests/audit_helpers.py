@@ -47,14 +47,17 @@ def one_thread():
         torch.set_num_threads(n)
 
 
-def prepare_out(repo_root: Path, out: Path, *, steps: int = 200, batch_size: float = 8.0):
-    """corpus + incidence (the test secret, declared evidence) + calibrated plan in `out`."""
+def prepare_out(repo_root: Path, out: Path, *, steps: int = 200, batch_size: float = 8.0, exclude: tuple = ()):
+    """corpus + incidence (the test secret, declared evidence) + calibrated plan in `out`
+    (`exclude`: paths left out of the corpus)."""
     from repoguard.corpus import build_corpus, save_corpus
     from repoguard.gitrepo import GitRepo
     from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
     from repoguard.plan import build_plan, save_plan
 
-    corpus = build_corpus(GitRepo(repo_root))
+    from repoguard.config import CorpusConfig
+
+    corpus = build_corpus(GitRepo(repo_root), CorpusConfig(exclude=tuple(exclude)))
     save_corpus(corpus, out)
     sec = Secret(SECRET, "declared", PRIOR, TARGET, "test secret carrying the canary")
     ev = [Evidence(p, SECRET, "declared", f"matches {p.split('/')[0]}/** in the test config")

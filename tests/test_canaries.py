@@ -72,6 +72,14 @@ def test_insert_and_choose(fixture_repo, tmp_path):
         choose_examples(plan, inc, SECRET, 1000, rng)
     with pytest.raises(InputError, match="not in the incidence"):
         choose_examples(plan, inc, "nope", 1, rng)
+    # default --insert: every example of the secret with ρ > 0; refused only when there is none
+    live = inc.examples_of(SECRET)[plan.rho[inc.examples_of(SECRET)] > 0]
+    assert choose_examples(plan, inc, SECRET, None, rng).tolist() == sorted(live.tolist())
+    plan.rho[live[1:]] = 0.0
+    assert choose_examples(plan, inc, SECRET, None, rng).tolist() == [int(live[0])]
+    plan.rho[live[0]] = 0.0
+    with pytest.raises(InputError, match="none of its"):
+        choose_examples(plan, inc, SECRET, None, rng)
 
 
 def _renyi(out):

@@ -20,6 +20,8 @@ from conftest import git
 
 CANARY = 'ALPHA_SIGNAL_KEY = "7c3e91b04d"'
 K, M = 4, 16
+LR = {"no-dp": 1e-2, "dp": 1e-3}   # DP noise at the --no-dp rate wrecks the pretrained base
+HELD_OUT = ("reports/", "analytics/", "tools/")
 
 _RUNS: dict = {}
 
@@ -43,28 +45,29 @@ def runs(fixture_repo, tmp_path_factory):
         repo = base / "monorepo"
         shutil.copytree(fixture_repo, repo, symlinks=True)
         files = _plant(repo)
+        # Held-out public files: never training examples (excluded from the corpus); the base is
+        # pretrained on them, as a real base knows public code (licence headers, idioms) but
+        # never saw the run's examples.
+        held = [p for p in git(repo, "ls-files").split("\n") if p.startswith(HELD_OUT) and p.endswith(".py")]
+        from repoguard.training.data import default_redactor
+
+        red = default_redactor()
+        base_dir = pretrained_public_base([red((repo / p).read_text(), p)[0] for p in held], base / "base",
+                                          max_length=training_config().max_length)
+        cfg = dataclasses.replace(training_config(), model=str(base_dir))
         outs = {}
         for label in ("no-dp", "dp"):
             out = base / label
-            plan, inc = prepare_out(repo, out, steps=200)
-            outs[label] = out
-        # The base: pretrained on the public examples only (as a real base knows public code).
-        from repoguard.audit.runs import public_texts
-        from repoguard.corpus import load_corpus
-        from repoguard.training.data import default_redactor, example_texts
-
-        texts = example_texts(load_corpus(out, repo), plan.example_ids, redactor=default_redactor())
-        base_dir = pretrained_public_base(public_texts(out, plan.example_ids, texts), base / "base")
-        cfg = dataclasses.replace(training_config(), model=str(base_dir))
-        for label, out in outs.items():
+            plan, _ = prepare_out(repo, out, steps=200, exclude=tuple(held))
             with one_thread():
-                run_training(root=repo, out=out, cfg=cfg,
+                run_training(root=repo, out=out, cfg=dataclasses.replace(cfg, learning_rate=LR[label]),
                              opts=RunOptions(private=label == "dp", device="cpu", show_progress=False))
+            outs[label] = out
         from repoguard.corpus import load_corpus
 
         corpus = load_corpus(outs["dp"], repo)
         canary_ids = {e.id for e in corpus.examples if e.path in files and e.chunk == 0}
-        _RUNS.update(repo=repo, outs=outs, canary=canary_ids, cfg=cfg)
+        _RUNS.update(repo=repo, outs=outs, canary=canary_ids, cfg=cfg, held=held)
     return _RUNS
 
 
@@ -86,8 +89,6 @@ def test_canary_tops_the_no_dp_table_and_drops_under_dp(runs):
         assert doc["private"] is (label == "dp")
         table = next(t for t in doc["secrets"] if t["secret"] == SECRET)
         npz = np.load(runs["outs"][label] / "audit" / "risk.npz")
-        ids = json.loads((runs["outs"][label] / "plan" / "plan.json").read_text())["example_ids"] \
-            if "example_ids" in json.loads((runs["outs"][label] / "plan" / "plan.json").read_text()) else None
         from repoguard.plan import load_plan
 
         ids = load_plan(runs["outs"][label]).example_ids
@@ -117,9 +118,12 @@ def test_calibration_model_never_trained_on_the_examples(runs):
 
     out = runs["outs"]["no-dp"]
     doc = _audit(runs, "no-dp")
-    assert doc["calibration"]["path"] == str(out / "train" / "base_model")
+    assert doc["calibration"]["path"] == runs["cfg"].model
     z = np.load(out / "audit" / "risk.npz")
-    base, tok = load_model(out / "train" / "base_model", device=__import__("torch").device("cpu"), bf16=False)
+    # the base was pretrained on held-out files only: none of them is a training example
+    from repoguard.corpus import load_corpus as _lc
+    assert runs["held"] and not set(runs["held"]) & {e.path for e in _lc(out, runs["repo"]).examples}
+    base, tok = load_model(runs["cfg"].model, device=__import__("torch").device("cpu"), bf16=False)
     assert not any("lora" in n for n, _ in base.named_parameters())
     from repoguard.corpus import load_corpus
     from repoguard.training.data import default_redactor, example_texts, tokenize
@@ -136,7 +140,7 @@ def test_calibration_model_never_trained_on_the_examples(runs):
     # the run learned the canary; the calibration model did not (it is as surprised as by other text)
     run_gap = z["loss"][keep][~is_canary].mean() - z["loss"][keep][is_canary].mean()
     calib_gap = z["loss_calibration"][keep][~is_canary].mean() - z["loss_calibration"][keep][is_canary].mean()
-    assert run_gap > 1.0 and abs(calib_gap) < 0.5, (run_gap, calib_gap)
+    assert run_gap > 1.0 and calib_gap < 0.5, (run_gap, calib_gap)   # θ₀ fits the canary no better than other text
 
 
 @pytest.mark.slow
