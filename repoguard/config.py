@@ -123,6 +123,9 @@ class PlanConfig:
     cap: str = "kl"                      # kl (Hush eq. 1) or gdp (SecPE eq. 6)
     accountant: str = "best"             # best | kl | renyi
     adjacency: str = "zero-out"          # zero-out | replace
+    holdout_fraction: float = 0.05       # share of files held out for evaluation (0 = none)
+    holdout_min_files: int = 8           # at least this many (≤ a quarter of the files)
+    holdout_salt: str = "repoguard-holdout-v1"
 
 
 @dataclass(frozen=True)
@@ -377,6 +380,10 @@ class _Validator:
                           key="cochange_min_coupling")
         if name == "plan" and s.c < 0:
             self.fail("plan.c", "must be ≥ 0 (0 = sweep)", table=name, key="c")
+        if name == "plan" and not 0 <= s.holdout_fraction <= 0.5:
+            self.fail("plan.holdout_fraction", "must be between 0 and 0.5", table=name, key="holdout_fraction")
+        if name == "plan" and s.holdout_min_files < 0:
+            self.fail("plan.holdout_min_files", "must be ≥ 0", table=name, key="holdout_min_files")
 
     def secrets(self, raw: Any, defaults: Protection, levels: Mapping[str, Protection]) -> tuple[SecretConfig, ...]:
         if not isinstance(raw, list):

@@ -42,6 +42,8 @@ def run(args) -> int:
     if c < 0:
         raise InputError(f"--c: must be > 0, not {c!r}")
     inc = load_incidence(out)
+    from repoguard.evaluation.split import split_from_config
+    split = split_from_config(inc.example_ids, pc)
     ledger, pairs = spending(out / "ledger.jsonl")
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
@@ -50,7 +52,7 @@ def run(args) -> int:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          ledger_pairs=pairs, progress=progress)
+                          ledger_pairs=pairs, progress=progress, holdout=split)
     finally:
         if progress is not None:
             progress.close()

@@ -159,6 +159,9 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         # Still private (any public divisor is), but not the plan the accountant analysed.
         log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    held_out = plan.test_mask
+    if np.any(plan.rho[held_out] != 0):
+        raise PrivacyInvariantError("plan: a held-out example has ρ > 0; it would be trained on")
     sampler = PoissonSampler(plan.rho, seed=settings.seed)
     device = next(p for p in model.parameters() if p.requires_grad).device
     gen = None
@@ -198,7 +201,10 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     try:
         for step in range(start, total):
             t_step = time.perf_counter()
-            mine = shard(sampler.sample(), dist.rank, dist.world_size)
+            batch = sampler.sample()
+            if held_out[batch].any():      # ρ = 0 makes this impossible; checked, not assumed
+                raise PrivacyInvariantError(f"step {step + 1}: a held-out example was sampled")
+            mine = shard(batch, dist.rank, dist.world_size)
             dp.begin()
             for mb in micro_batches(mine, settings.micro_batch_size, lengths):
                 dp.accumulate(collate([seqs[i] for i in mb], pad_id=pad_id))
