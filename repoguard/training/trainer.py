@@ -5,6 +5,9 @@ Outputs under `train_dir` (`OUT/train/`):
     checkpoints/step-N/   lora.safetensors, optimizer.pt, rng.pt, state.json (atomic, last 2 kept)
     adapter/              PEFT adapter, written only after the run is recorded in the ledger
     privacy_report.json   σ, B, T, C, steps completed, per-secret achieved bound from the plan
+    eval.json             with an evaluator: held-out metrics of the base model (step 0), every
+                          N steps and at the end (`repoguard.evaluation.periodic`); the same
+                          results ride on those steps' log lines ("eval", "eval_base")
 
 Resume restores the LoRA parameters, AdamW state, sampler state, torch RNG and the noise
 generator, so on CPU a resumed run ends with bit-identical parameters to an uninterrupted one.
@@ -118,17 +121,23 @@ def _progress(total: int, start: int, enabled: bool):
         return None
     p = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
                  TextColumn("{task.fields[rate]} steps/s"),
-                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                 console=Console(stderr=True), transient=True)
+                 TextColumn("loss {task.fields[loss]}"), TextColumn("eval {task.fields[eval]}"),
+                 TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
     p.start()
-    p.add_task("train", total=total, completed=start, rate="-", loss="-")
+    p.add_task("train", total=total, completed=start, rate="-", loss="-", eval="-")
     return p
+
+
+def _eval_label(evals) -> str:
+    """The progress line's latest held-out loss, or '-'."""
+    v = evals.latest if evals is not None else None
+    return f"{v:.3f}" if v is not None else "-"
 
 
 def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: str | Path,
           settings: TrainSettings, ledger: LedgerGuard | None, resume: bool = False,
           dist: Dist = Dist(), on_step: Callable[[int], None] | None = None,
-          show_progress: bool = True, publish: bool = True) -> dict:
+          show_progress: bool = True, publish: bool = True, evaluator=None) -> dict:
     """Run (or resume) DP-SGD on `model`'s LoRA parameters over the plan's examples.
 
     Args:
@@ -138,6 +147,9 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         resume: continue from the latest checkpoint. on_step: called after each finished step
             (tests raise from it to simulate a crash). publish: False = a dry run (benchmarks,
             tests of the loop): no ledger check or record, no adapter, no privacy report.
+        evaluator: a held-out evaluation hook (`evaluation.periodic.PeriodicEval`), used on rank 0:
+            `begin(train_dir, start=, resume=)` before the first step, `after(step, last=)` →
+            keys added to that step's log line, `latest` → the loss the progress line shows.
 
     Returns the privacy report (also written to `privacy_report.json`).
 
@@ -198,6 +210,13 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     bar = _progress(total, start, show_progress and dist.is_main)
     steps_done, t0 = start, time.perf_counter()
     log_fh = open(train_dir / "train_log.jsonl", "a", encoding="utf-8") if dist.is_main else None
+    evals = evaluator if dist.is_main else None
+    if evals is not None:
+        evals.begin(train_dir, start=start, resume=resume)
+    elif dist.is_main and not resume:
+        (train_dir / "eval.json").unlink(missing_ok=True)     # would describe another run
+    if bar is not None:
+        bar.update(bar.task_ids[0], eval=_eval_label(evals))
     try:
         for step in range(start, total):
             t_step = time.perf_counter()
@@ -213,10 +232,12 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             steps_done = step + 1
             if log_fh is not None:
                 n = stats["n_examples"]
-                log_fh.write(json.dumps({
-                    "step": steps_done, "batch_size": n, "loss": stats["loss_sum"] / n if n else None,
-                    "lr": optimizer.param_groups[0]["lr"], "tokens": stats["n_tokens"],
-                    "seconds": round(time.perf_counter() - t_step, 6)}) + "\n")
+                line = {"step": steps_done, "batch_size": n, "loss": stats["loss_sum"] / n if n else None,
+                        "lr": optimizer.param_groups[0]["lr"], "tokens": stats["n_tokens"],
+                        "seconds": round(time.perf_counter() - t_step, 6)}
+                if evals is not None:
+                    line.update(evals.after(steps_done, last=steps_done == total))
+                log_fh.write(json.dumps(line) + "\n")
                 log_fh.flush()
             if steps_done % settings.checkpoint_every == 0 or steps_done == total:
                 if recording and steps_done < total:
@@ -228,7 +249,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             if bar is not None:
                 rate = (steps_done - start) / max(time.perf_counter() - t0, 1e-9)
                 loss = stats["loss_sum"] / stats["n_examples"] if stats["n_examples"] else float("nan")
-                bar.update(bar.task_ids[0], completed=steps_done, rate=f"{rate:.2f}", loss=f"{loss:.3f}")
+                bar.update(bar.task_ids[0], completed=steps_done, rate=f"{rate:.2f}", loss=f"{loss:.3f}",
+                           eval=_eval_label(evals))
             if on_step is not None:
                 on_step(steps_done)
     except BaseException as exc:
