@@ -139,7 +139,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are
     these formatted with :g, +inf orders left out), "sweep" (rows of `weighting.SweepRow`, empty
     when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
-    "sigma_paper_kl", "sigma_ratio_kl_over_this", "seconds", and with `holdout` (an
+    "sigma_paper_kl", "sigma_ratio_kl_over_this", "sigma_uniform" (`_sigma_uniform`),
+    "noise_reduction" (σ_uniform/σ), "seconds", and with `holdout` (an
     `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
     are null.
@@ -245,12 +246,34 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         extra["sigma_ratio_kl_over_this"] = kl_sigma / cal.sigma if math.isfinite(kl_sigma) else None
     else:
         extra["sigma_paper_kl"], extra["sigma_ratio_kl_over_this"] = cal.sigma, 1.0
+    extra["sigma_uniform"] = _sigma_uniform(cols, p, r, steps, n_ex=n_ex, test=test, batch_size=batch_size,
+                                            method=accountant, adjacency=adjacency, alphas=alphas, skl=skl,
+                                            sre=sre, hist=hist)
+    extra["noise_reduction"] = extra["sigma_uniform"] / cal.sigma if math.isfinite(extra["sigma_uniform"]) else None
     extra["seconds"] = time.perf_counter() - t0
     extra = _json_safe(extra)
     return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
                 example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
                 test=test)
+
+
+def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist) -> float:
+    """σ of standard DP-SGD for the same targets, B and T: every training example w = 1,
+    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant.
+    +inf when B > n_train or no σ ≤ 1e6 meets the targets."""
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+
+    train = np.ones(n_ex, dtype=bool) if test is None else ~test
+    n_train = int(train.sum())
+    if n_train == 0 or batch_size > n_train:
+        return float("inf")
+    rho = np.where(train, batch_size / n_train, 0.0)
+    try:
+        return float(calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
+                               alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
+    except Infeasible:
+        return float("inf")
 
 
 def _json_safe(obj):

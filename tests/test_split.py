@@ -93,3 +93,26 @@ class _TinyLora:
     def parameters(self):
         import torch
         yield torch.nn.Parameter(torch.zeros(1))
+
+
+def test_plan_records_sigma_uniform_that_meets_every_target(tmp_path, capsys):
+    from repoguard.accounting.bounds import reconstruction_bound
+    from repoguard.incidence import load_incidence
+
+    out = _project(tmp_path)
+    assert main(["plan", str(tmp_path), "--out", str(out), "--batch-size", "8", "--steps", "50",
+                 "--c", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    plan = load_plan(out)
+    su = doc["sigma_uniform"]
+    assert su == plan.extra["sigma_uniform"] and doc["noise_reduction"] == pytest.approx(su / plan.sigma)
+    assert doc["noise_reduction"] > 1                     # the LP's weights need less noise
+    train = ~plan.test_mask
+    rho_u = np.where(train, 8 / train.sum(), 0.0)
+    inc = load_incidence(out)
+    for s in inc.secrets:
+        rows = inc.examples_of(s.id)
+        assert reconstruction_bound(rho_u[rows], su, 50, s.p, "best") <= s.r * (1 + 1e-6)
+        # …and it is the smallest such σ (2 % less noise misses some target)
+    assert any(reconstruction_bound(rho_u[inc.examples_of(s.id)], su * 0.98, 50, s.p, "best") > s.r
+               for s in inc.secrets)

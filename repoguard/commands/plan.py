@@ -76,6 +76,8 @@ def plan_summary(plan, target) -> dict:
         "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
         "sigma_paper_kl": plan.extra.get("sigma_paper_kl"),
         "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
+        "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
+        "holdout": plan.extra.get("holdout"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"),
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
@@ -129,6 +131,13 @@ def _print(plan, summary) -> None:
     kl = summary.get("sigma_paper_kl")
     ratio = summary.get("sigma_ratio_kl_over_this")
     lp = summary["lp"]
+    if summary.get("sigma_uniform"):
+        con.print(f"uniform DP-SGD (w = 1, ρ = B/n) needs σ = {summary['sigma_uniform']:.5g} for the same targets: "
+                  f"noise reduction σ_uniform/σ = {summary['noise_reduction']:.3g}×")
+    if summary.get("holdout"):
+        h = summary["holdout"]
+        con.print(f"held out for evaluation: {h['n_files']} files, {h['n_examples']} examples (ρ = 0; "
+                  f"split {h['digest'][:12]})")
     con.print(f"σ = {plan.sigma:.5g} ({plan.accountant}); the paper's KL accountant needs σ = "
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
     con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
