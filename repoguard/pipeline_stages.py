@@ -189,7 +189,8 @@ class plan:
         from repoguard.evaluation.split import split_from_config
         try:
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
-                           holdout=split_from_config(inc.example_ids, ctx.config.plan), **params)
+                           holdout=split_from_config(inc.example_ids, ctx.config.plan),
+                           floor=(ctx.config.defaults.p, ctx.config.defaults.r), **params)
         finally:
             if prog is not None:
                 prog.close()

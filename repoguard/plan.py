@@ -126,7 +126,7 @@ def load_plan(out_dir: str | Path) -> Plan:
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
                ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
-               progress=None, holdout=None) -> Plan:
+               progress=None, holdout=None, floor: tuple[float, float] | None = None) -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
@@ -140,7 +140,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     these formatted with :g, +inf orders left out), "sweep" (rows of `weighting.SweepRow`, empty
     when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
     "sigma_paper_kl", "sigma_ratio_kl_over_this", "sigma_uniform" (`_sigma_uniform`),
-    "noise_reduction" (σ_uniform/σ), "seconds", and with `holdout` (an
+    "noise_reduction" (σ_uniform/σ), "seconds", with `floor` = the default (p, r)
+    "undetected_floor" (`undetected_floor`), and with `holdout` (an
     `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
     are null.
@@ -250,12 +251,35 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                                             method=accountant, adjacency=adjacency, alphas=alphas, skl=skl,
                                             sre=sre, hist=hist)
     extra["noise_reduction"] = extra["sigma_uniform"] / cal.sigma if math.isfinite(extra["sigma_uniform"]) else None
+    if floor is not None:
+        extra["undetected_floor"] = undetected_floor(incidence.matrix, rho, cal.sigma, steps, *floor,
+                                                     adjacency=adjacency, test=test)
     extra["seconds"] = time.perf_counter() - t0
     extra = _json_safe(extra)
     return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
                 example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
                 test=test)
+
+
+def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
+                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
+    """The bound this run gives a secret nobody declared or detected, living in k examples tied to
+    nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
+    examples are sampled with the untied examples' ρ (the largest, when they differ), under the
+    same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at prior p.
+
+    Returns {"p", "r", "rho", "bounds": {k: bound}, "meets_r": {k: bool}}; bounds are for this run
+    alone (an undetected secret has no ledger account)."""
+    from repoguard.accounting.bounds import reconstruction_bound
+
+    untied = np.asarray(matrix.getnnz(axis=1) == 0)
+    if test is not None:
+        untied &= ~test
+    rho_u = float(rho[untied].max()) if untied.any() else 0.0
+    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
+                       if rho_u > 0 else p) for k in ks}
+    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
 
 
 def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist) -> float:

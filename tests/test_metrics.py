@@ -1,5 +1,5 @@
-"""Held-out metrics on a real tiny transformer: loss/accuracy agree with an independent
-computation, lines are cut as documented, and the trainer writes eval.json and log keys."""
+"""Held-out metrics on a real tiny Llama: loss/accuracy against the model's own loss, line
+completion against its own greedy decoding, and the periodic evaluation hook of the trainer."""
 from __future__ import annotations
 
 import json
@@ -9,74 +9,83 @@ import numpy as np
 import pytest
 import torch
 
-from repoguard.evaluation.metrics import build_eval_set, evaluate, _cut
+from repoguard.evaluation.metrics import Evaluator, LineTask, _complete, _cut, build_eval_set, evaluate
+from repoguard.evaluation.periodic import PeriodicEval
+from repoguard.plan import Plan
 from repoguard.training.data import collate, tokenize
-from repoguard.training.model import TinyConfig, build_tiny_model
+from repoguard.training.model import TinyConfig, apply_lora, build_tiny_model
+from repoguard.training.trainer import TrainSettings, train
 
-TINY = TinyConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4, max_position=128)
-TEXTS = [f"def f{i}(x):\n    return x * {i} + compute_value(x, {i})\n\nresult_{i} = f{i}(3)\n" for i in range(12)]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    model, tok = build_tiny_model(TEXTS, seed=1, size=TINY)
-    seqs = tokenize(TEXTS, tok, max_length=64)
-    return model, tok, seqs
+TINY = TinyConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4,
+                  max_position=96)
+TEXTS = [f"def handler_{i}(req):\n    total = {i} * req.size\n    return total + {i % 5}\n" for i in range(16)]
 
 
-def test_cut_gives_the_first_half_as_prompt_and_the_rest_as_target():
-    text = "a = 1\n    return compute(x)  \nz"
-    prompt, target = _cut(text, 6)
-    assert prompt == "a = 1\n    return c" and target == "ompute(x)"   # 17 stripped chars: 8 shown
+def _tiny():
+    model, tok = build_tiny_model(TEXTS, seed=3, size=TINY)
+    return apply_lora(model, r=4, alpha=8, dropout=0.0, seed=3), tok
 
 
-def test_loss_and_accuracy_match_an_independent_computation(tiny):
-    model, tok, seqs = tiny
-    slices = {"public": np.array([0, 1, 2, 3]), "secret-tied": np.array([4, 5])}
-    es = build_eval_set(slices, TEXTS, seqs, tok, max_length=64, max_lines=3)
-    res = evaluate(model, es, pad_id=tok.pad_token_id, tokenizer=tok)
+def test_loss_and_accuracy_match_the_models_own_token_mean():
+    model, tok = _tiny()
+    seqs = tokenize(TEXTS, tok, max_length=48)
+    es = build_eval_set({"public": np.arange(0, 8), "secret-tied": np.arange(8, 16)}, TEXTS, seqs, tok,
+                        max_length=48, max_lines=4)
+    res = evaluate(model, es, pad_id=tok.pad_token_id, tokenizer=tok, micro_batch_size=3)
+    batch = collate([seqs[i] for i in range(8)], pad_id=tok.pad_token_id)
     with torch.no_grad():
-        b = collate([seqs[i] for i in range(4)], pad_id=tok.pad_token_id)
-        lg = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits[:, :-1]
-        tgt = b["labels"][:, 1:]
-        ce = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), tgt.reshape(-1), ignore_index=-100,
-                                               reduction="sum")
-        n = int((tgt != -100).sum())
-        acc = float(((lg.argmax(-1) == tgt) & (tgt != -100)).sum()) / n
-    pub = res["public"]
-    assert pub["loss"] == pytest.approx(float(ce) / n, rel=1e-5) and pub["tokens"] == n
-    assert pub["perplexity"] == pytest.approx(math.exp(pub["loss"]))
-    assert pub["accuracy"] == pytest.approx(acc)
-    assert pub["lines"] == 3 and 0 <= pub["exact_match"] <= 1
-    assert evaluate(model, es, pad_id=tok.pad_token_id, tokenizer=tok) == res       # deterministic
-    # A random model's loss is near ln|V|; it completes no line exactly.
-    assert abs(pub["loss"] - math.log(len(tok))) < 1.0 and pub["exact_match"] == 0.0
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        pred = out.logits[:, :-1].argmax(-1)
+    tgt = batch["labels"][:, 1:]
+    valid = tgt != -100
+    assert res["public"]["loss"] == pytest.approx(float(out.loss), rel=1e-5)   # HF's token mean
+    assert res["public"]["perplexity"] == pytest.approx(math.exp(float(out.loss)), rel=1e-5)
+    assert res["public"]["accuracy"] == pytest.approx(float(((pred == tgt) & valid).sum() / valid.sum()))
+    assert res["public"]["tokens"] == int(valid.sum()) and res["public"]["examples"] == 8
+    assert res["public"]["lines"] == 4 and 0 <= res["public"]["exact_match"] <= 1
+    assert model.training                                      # mode restored
 
 
-def test_trainer_writes_eval_json_and_log_keys(tiny, tmp_path):
-    from repoguard.evaluation.metrics import Evaluator
-    from repoguard.evaluation.periodic import PeriodicEval
-    from repoguard.plan import Plan
-    from repoguard.training.model import apply_lora
-    from repoguard.training.trainer import TrainSettings, train
+def test_exact_match_scores_the_greedy_completion_of_the_lines_second_half():
+    text = "import os\n    value = compute(alpha, beta)\nreturn value\n"
+    start = text.index("    value")
+    prompt, target = _cut(text, start)
+    assert prompt.endswith("\n    value = comput") and target == "e(alpha, beta)"   # half of 28
+    model, tok = _tiny()
+    ids = np.asarray([tok.bos_token_id] + tok(prompt, add_special_tokens=False)["input_ids"])
+    model.eval()
+    with torch.no_grad():
+        own = _complete(model, LineTask(row=0, prompt=ids, target=""), tok, 12)
+    seqs = tokenize([text], tok, max_length=48)
+    for want, expected in ((own, 1.0), (own + "x", 0.0)):
+        es = build_eval_set({"public": np.array([0])}, [text], seqs, tok, max_length=48)
+        es.tasks[:] = [LineTask(row=0, prompt=ids, target=want)]
+        es.lines["public"] = [0]
+        assert evaluate(model, es, pad_id=tok.pad_token_id, tokenizer=tok,
+                        max_new_tokens=12)["public"]["exact_match"] == expected
 
-    base, tok, seqs = tiny
-    model = apply_lora(base, r=4, alpha=8, dropout=0.0, targets=("q_proj", "v_proj", "lm_head"))
-    test = np.zeros(len(seqs), dtype=bool)
-    test[-3:] = True
-    rho = np.where(test, 0.0, 4.0 / (~test).sum())
-    plan = Plan(sigma=1.0, batch_size=4.0, steps=4, clip_norm=1.0, c=1.0, cap="kl", accountant="best",
-                adjacency="zero-out", example_ids=[f"e{i}" for i in range(len(seqs))], w=(~test) * 1.0, rho=rho,
+
+def test_the_trainer_evaluates_the_base_every_n_steps_and_the_end(tmp_path):
+    model, tok = _tiny()
+    seqs = tokenize(TEXTS, tok, max_length=48)
+    test = np.zeros(16, dtype=bool)
+    test[12:] = True
+    w = np.where(test, 0.0, 1.0)
+    plan = Plan(sigma=0.5, batch_size=4.0, steps=5, clip_norm=1.0, c=1.0, cap="kl", accountant="best",
+                adjacency="zero-out", example_ids=[f"ex{i}" for i in range(16)], w=w, rho=4 * w / w.sum(),
                 test=test)
-    es = build_eval_set({"public": np.flatnonzero(test), "secret-tied": np.array([], dtype=np.int64)},
-                        TEXTS, seqs, tok, max_length=64, max_lines=2)
-    ev = PeriodicEval(Evaluator(model, es, tokenizer=tok, pad_id=tok.pad_token_id), every=2)
-    train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=tmp_path,
-          settings=TrainSettings(lr=1e-2, micro_batch_size=4, private=False, seed=0), ledger=None,
-          publish=False, show_progress=False, evaluator=ev)
+    es = build_eval_set({"public": np.arange(12, 16), "secret-tied": np.array([], dtype=np.int64)}, TEXTS,
+                        seqs, tok, max_length=48, max_lines=3)
+    hook = PeriodicEval(Evaluator(model, es, tokenizer=tok, pad_id=tok.pad_token_id), every=2)
+    settings = TrainSettings(lr=2e-2, micro_batch_size=4, checkpoint_every=10, seed=1, noise_seed=5, private=False)
+    train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=tmp_path, settings=settings,
+          ledger=None, publish=False, show_progress=False, evaluator=hook)
     doc = json.loads((tmp_path / "eval.json").read_text())
-    assert [h["step"] for h in doc["history"]] == [0, 2, 4]
-    assert doc["sets"]["public"] == {"examples": 3, "lines": 2}
-    log = [json.loads(x) for x in (tmp_path / "train_log.jsonl").read_text().splitlines()]
-    assert "eval_base" in log[0] and "eval" in log[1] and "eval" in log[3] and "eval" not in log[2]
-    assert doc["final"] == log[3]["eval"]
+    assert [h["step"] for h in doc["history"]] == [0, 2, 4, 5]
+    assert doc["sets"]["public"] == {"examples": 4, "lines": 3}
+    assert doc["final"]["public"]["loss"] < doc["base"]["public"]["loss"]        # it learned
+    assert doc["base"]["secret-tied"]["loss"] is None                            # empty slice
+    lines = [json.loads(x) for x in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert lines[0]["eval_base"] == doc["base"] and "eval" not in lines[0]
+    assert [x["step"] for x in lines if "eval" in x] == [2, 4, 5]
+    assert lines[-1]["eval"] == doc["final"] and hook.latest == doc["final"]["public"]["loss"]

@@ -116,3 +116,18 @@ def test_plan_records_sigma_uniform_that_meets_every_target(tmp_path, capsys):
         # …and it is the smallest such σ (2 % less noise misses some target)
     assert any(reconstruction_bound(rho_u[inc.examples_of(s.id)], su * 0.98, 50, s.p, "best") > s.r
                for s in inc.secrets)
+
+
+def test_plan_reports_the_undetected_secret_floor(tmp_path, capsys):
+    from repoguard.accounting.bounds import reconstruction_bound
+
+    out = _project(tmp_path)
+    assert main(["plan", str(tmp_path), "--out", str(out), "--batch-size", "8", "--steps", "50",
+                 "--c", "1", "--json"]) == 0
+    fl = json.loads(capsys.readouterr().out)["undetected_floor"]
+    plan = load_plan(out)
+    from repoguard.incidence import load_incidence
+    untied = (load_incidence(out).matrix.getnnz(axis=1) == 0) & ~plan.test_mask
+    assert fl["rho"] == pytest.approx(plan.rho[untied].max()) and fl["p"] == 1e-10
+    one = reconstruction_bound(np.full(1, fl["rho"]), plan.sigma, 50, 1e-10, "best")
+    assert fl["bounds"]["1"] == pytest.approx(one) and fl["bounds"]["10"] > fl["bounds"]["1"] > 1e-10
