@@ -134,7 +134,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         arm_seed = seed if seed is not None else _secrets.randbits(32)
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=total, private=private, seed=arm_seed,
-                                 noise_seed=arm_seed + 0x5EED, eval_every=cfg.eval_every)
+                                 noise_seed=arm_seed + 0x5EED)
         from repoguard.evaluation.periodic import PeriodicEval
         pe = PeriodicEval(ev, every=cfg.eval_every)
         train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=cdir / f".{name}",
