@@ -123,6 +123,9 @@ class PlanConfig:
     cap: str = "kl"                      # kl (Hush eq. 1) or gdp (SecPE eq. 6)
     accountant: str = "best"             # best | kl | renyi
     adjacency: str = "zero-out"          # zero-out | replace
+    holdout_fraction: float = 0.05       # share of files held out for evaluation (0 = none)
+    holdout_min_files: int = 8           # at least this many (≤ a quarter of the files)
+    holdout_salt: str = "repoguard-holdout-v1"
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,9 @@ class TrainingConfig:
     micro_batch_size: int = 8
     checkpoint_every: int = 50
     seed: int = 0
+    eval_every: int = 50                 # held-out evaluation every N steps (and at 0 and the end)
+    eval_max_examples: int = 48          # per evaluation slice
+    eval_max_lines: int = 16             # completed lines per slice (public, secret-tied)
 
 
 @dataclass(frozen=True)
@@ -357,7 +363,7 @@ class _Validator:
             "corpus": ("max_file_bytes", "example_max_chars"),
             "scan": ("max_file_bytes",),
             "plan": ("batch_size", "steps", "clip_norm"),
-            "training": ("max_length", "lora_r", "micro_batch_size", "checkpoint_every"),
+            "training": ("max_length", "lora_r", "micro_batch_size", "checkpoint_every", "eval_max_examples"),
             "analyzers": ("codename_max_changeset",),
         }.get(name, ())
         for k in positive:
@@ -377,6 +383,13 @@ class _Validator:
                           key="cochange_min_coupling")
         if name == "plan" and s.c < 0:
             self.fail("plan.c", "must be ≥ 0 (0 = sweep)", table=name, key="c")
+        if name == "plan" and not 0 <= s.holdout_fraction <= 0.5:
+            self.fail("plan.holdout_fraction", "must be between 0 and 0.5", table=name, key="holdout_fraction")
+        for k in ("eval_every", "eval_max_lines") if name == "training" else ():
+            if getattr(s, k) < 0:
+                self.fail(f"training.{k}", "must be ≥ 0", table=name, key=k)
+        if name == "plan" and s.holdout_min_files < 0:
+            self.fail("plan.holdout_min_files", "must be ≥ 0", table=name, key="holdout_min_files")
 
     def secrets(self, raw: Any, defaults: Protection, levels: Mapping[str, Protection]) -> tuple[SecretConfig, ...]:
         if not isinstance(raw, list):

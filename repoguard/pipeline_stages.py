@@ -190,9 +190,11 @@ class plan:
         true_r = {x.id: x.r for x in inc.secrets}
         inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
         prog = _Progress() if ctx.settings.show_progress else None
+        from repoguard.evaluation.split import split_from_config
         try:
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
-                           **params)
+                           holdout=split_from_config(inc.example_ids, ctx.config.plan),
+                           floor=(ctx.config.defaults.p, ctx.config.defaults.r), **params)
         finally:
             if prog is not None:
                 prog.close()

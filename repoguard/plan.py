@@ -3,10 +3,12 @@ secret is promised (Hush Alg. 2 lines 1–5). Written by `repoguard plan`, read 
 
 On disk (`OUT/plan/`, format version 1):
     plan.json   scalars and the per-secret table (below)
-    plan.npz    example_ids (str), w (float64), rho (float64), aligned with the incidence rows
+    plan.npz    example_ids (str), w (float64), rho (float64), test (bool: held-out examples,
+                `evaluation/split.py`; absent in older plans = none), aligned with the incidence rows
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,6 +60,12 @@ class Plan:
     rho: np.ndarray
     secrets: list[SecretPlan] = field(default_factory=list)
     extra: dict = field(default_factory=dict)      # sweep table, paper-KL σ, solver stats…
+    test: np.ndarray | None = None                 # bool (n,): held-out examples (ρ = 0), or None
+
+    @property
+    def test_mask(self) -> np.ndarray:
+        """bool (n,): True for held-out examples (all False when the plan has no split)."""
+        return self.test if self.test is not None else np.zeros(len(self.example_ids), dtype=bool)
 
     def check(self) -> None:
         """Invariants every consumer relies on; raises InputError when violated."""
@@ -66,6 +74,8 @@ class Plan:
             raise InputError(f"plan: w/ρ shapes {self.w.shape}/{self.rho.shape} do not match {n} examples")
         if np.any(self.rho < 0) or np.any(self.rho > 1):
             raise InputError("plan: every sampling probability ρ must lie in [0, 1]")
+        if self.test is not None and (self.test.shape != (n,) or np.any(self.rho[self.test] != 0)):
+            raise InputError("plan: held-out examples must have ρ = 0 (and the mask one entry per example)")
         if not (self.sigma > 0 and self.batch_size > 0 and self.steps > 0 and self.clip_norm > 0):
             raise InputError("plan: σ, B, T and C must be positive")
 
@@ -85,7 +95,8 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
         }
         atomic_write_json(tmp / "plan.json", doc)
         np.savez_compressed(tmp / "plan.npz", example_ids=np.asarray(plan.example_ids, dtype=str),
-                            w=plan.w.astype(np.float64), rho=plan.rho.astype(np.float64))
+                            w=plan.w.astype(np.float64), rho=plan.rho.astype(np.float64),
+                            test=plan.test_mask)
     return target
 
 
@@ -103,6 +114,7 @@ def load_plan(out_dir: str | Path) -> Plan:
             accountant=doc["accountant"], adjacency=doc["adjacency"],
             example_ids=[str(x) for x in z["example_ids"]], w=z["w"], rho=z["rho"],
             secrets=[SecretPlan(**s) for s in doc["secrets"]], extra=doc.get("extra", {}),
+            test=z["test"].astype(bool) if "test" in z.files else None,
         )
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{d}: corrupt plan ({exc})") from None
@@ -114,7 +126,7 @@ def load_plan(out_dir: str | Path) -> Plan:
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
                ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
-               progress=None) -> Plan:
+               progress=None, holdout=None, floor: tuple[float, float] | None = None) -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
@@ -127,7 +139,12 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are
     these formatted with :g, +inf orders left out), "sweep" (rows of `weighting.SweepRow`, empty
     when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
-    "sigma_paper_kl", "sigma_ratio_kl_over_this", "seconds". Non-finite numbers are null.
+    "sigma_paper_kl", "sigma_ratio_kl_over_this", "sigma_uniform" (`_sigma_uniform`),
+    "noise_reduction" (σ_uniform/σ), "seconds", with `floor` = the default (p, r)
+    "undetected_floor" (`undetected_floor`), and with `holdout` (an
+    `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
+    are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
+    are null.
     Raises InputError when some ρ > 1 (B too large for Σw) and PolicyError naming the secrets
     whose earlier spending makes their target unreachable."""
     import time
@@ -154,9 +171,21 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
     if adjacency == "replace":
         _refuse_grouped_replace(secrets, cols)
+    test = None if holdout is None else np.asarray(holdout.test, dtype=bool)
+    if test is not None and test.shape != (n_ex,):
+        raise InputError(f"holdout: {test.shape[0]} entries for {n_ex} examples")
+    train_rows = np.flatnonzero(~test) if test is not None else None
+
+    def solve(cval: float):
+        if train_rows is None:
+            return solve_weights(incidence.matrix, caps, cval)
+        lp = solve_weights(incidence.matrix.tocsr()[train_rows], caps, cval)
+        w = np.zeros(n_ex)
+        w[train_rows] = lp.w
+        return dataclasses.replace(lp, w=w)
 
     def run(cval: float, method: str):
-        lp = solve_weights(incidence.matrix, caps, cval)
+        lp = solve(cval)
         sw = float(lp.w.sum())
         rho = batch_size * lp.w / sw if sw > 0 else np.zeros(n_ex)
         if rho.size and rho.max() > 1 + 1e-12:
@@ -208,6 +237,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     extra = {"lp": lp.stats(), "calibration": cal.stats, "alphas": list(alphas),
              "sweep": [dict(vars(row)) for row in rows], "c_rule": "maximise sum_w / sigma" if rows else "given",
              "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
+    if holdout is not None:
+        extra["holdout"] = holdout.record()
     if accountant != "kl":
         try:
             kl_sigma = calibrate([rho[ix] for ix in cols], p, r, steps, method="kl", adjacency=adjacency,
@@ -218,11 +249,57 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         extra["sigma_ratio_kl_over_this"] = kl_sigma / cal.sigma if math.isfinite(kl_sigma) else None
     else:
         extra["sigma_paper_kl"], extra["sigma_ratio_kl_over_this"] = cal.sigma, 1.0
+    extra["sigma_uniform"] = _sigma_uniform(cols, p, r, steps, n_ex=n_ex, test=test, batch_size=batch_size,
+                                            method=accountant, adjacency=adjacency, alphas=alphas, skl=skl,
+                                            sre=sre, hist=hist)
+    extra["noise_reduction"] = extra["sigma_uniform"] / cal.sigma if math.isfinite(extra["sigma_uniform"]) else None
+    if floor is not None:
+        extra["undetected_floor"] = undetected_floor(incidence.matrix, rho, cal.sigma, steps, *floor,
+                                                     adjacency=adjacency, test=test)
     extra["seconds"] = time.perf_counter() - t0
     extra = _json_safe(extra)
     return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
-                example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra)
+                example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
+                test=test)
+
+
+def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
+                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
+    """The bound this run gives a secret nobody declared or detected, living in k examples tied to
+    nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
+    examples are sampled with the untied examples' ρ (the largest, when they differ), under the
+    same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at prior p.
+
+    Returns {"p", "r", "rho", "bounds": {k: bound}, "meets_r": {k: bool}}; bounds are for this run
+    alone (an undetected secret has no ledger account)."""
+    from repoguard.accounting.bounds import reconstruction_bound
+
+    untied = np.asarray(matrix.getnnz(axis=1) == 0)
+    if test is not None:
+        untied &= ~test
+    rho_u = float(rho[untied].max()) if untied.any() else 0.0
+    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
+                       if rho_u > 0 else p) for k in ks}
+    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
+
+
+def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist) -> float:
+    """σ of standard DP-SGD for the same targets, B and T: every training example w = 1,
+    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant.
+    +inf when B > n_train or no σ ≤ 1e6 meets the targets."""
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+
+    train = np.ones(n_ex, dtype=bool) if test is None else ~test
+    n_train = int(train.sum())
+    if n_train == 0 or batch_size > n_train:
+        return float("inf")
+    rho = np.where(train, batch_size / n_train, 0.0)
+    try:
+        return float(calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
+                               alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
+    except Infeasible:
+        return float("inf")
 
 
 def _json_safe(obj):

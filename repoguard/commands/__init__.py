@@ -23,6 +23,7 @@ COMMANDS = (
     "ledger",
     "train",
     "audit",
+    "compare",
     "report",
     "run",
 )

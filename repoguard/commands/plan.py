@@ -45,6 +45,8 @@ def run(args) -> int:
     from repoguard.analyzers.unmatched import warn
 
     warn(inc.summary.get("unmatched") or {})
+    from repoguard.evaluation.split import split_from_config
+    split = split_from_config(inc.example_ids, pc)
     ledger, pairs = spending(out / "ledger.jsonl")
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
@@ -53,7 +55,8 @@ def run(args) -> int:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          ledger_pairs=pairs, progress=progress)
+                          ledger_pairs=pairs, progress=progress, holdout=split,
+                          floor=(config.defaults.p, config.defaults.r))
     finally:
         if progress is not None:
             progress.close()
@@ -77,6 +80,8 @@ def plan_summary(plan, target) -> dict:
         "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
         "sigma_paper_kl": plan.extra.get("sigma_paper_kl"),
         "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
+        "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
+        "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"),
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
@@ -131,6 +136,18 @@ def _print(plan, summary) -> None:
     kl = summary.get("sigma_paper_kl")
     ratio = summary.get("sigma_ratio_kl_over_this")
     lp = summary["lp"]
+    if summary.get("sigma_uniform"):
+        con.print(f"uniform DP-SGD (w = 1, ρ = B/n) needs σ = {summary['sigma_uniform']:.5g} for the same targets: "
+                  f"noise reduction σ_uniform/σ = {summary['noise_reduction']:.3g}×")
+    fl = summary.get("undetected_floor")
+    if fl:
+        shown = ", ".join(f"k = {k}: {b:.3g}" for k, b in fl["bounds"].items())
+        con.print(f"an undetected secret in k untied examples (ρ = {fl['rho']:.3g}, p = {fl['p']:.2g}) gets bound "
+                  f"{shown} (default r = {fl['r']:.3g})")
+    if summary.get("holdout"):
+        h = summary["holdout"]
+        con.print(f"held out for evaluation: {h['n_files']} files, {h['n_examples']} examples (ρ = 0; "
+                  f"split {h['digest'][:12]})")
     con.print(f"σ = {plan.sigma:.5g} ({plan.accountant}); the paper's KL accountant needs σ = "
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
     con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "

@@ -32,14 +32,15 @@ class RunOptions:
     show_progress: bool = True
 
 
-def _public_texts(out: Path, example_ids: list[str], texts: list[str]) -> list[str]:
-    """Texts of examples tied to no secret (rows of the incidence with no nonzero)."""
+def _public_texts(out: Path, example_ids: list[str], texts: list[str], held_out=()) -> list[str]:
+    """Texts of examples tied to no secret (rows of the incidence with no nonzero), leaving out
+    the held-out examples (`held_out`: ids) so the tokenizer never sees the test text."""
     from repoguard.incidence import load_incidence
 
     inc = load_incidence(out)
     tied = set(inc.matrix.getnnz(axis=1).nonzero()[0].tolist())
-    secret_ids = {inc.example_ids[i] for i in tied}
-    return [t for eid, t in zip(example_ids, texts) if eid not in secret_ids]
+    skip = {inc.example_ids[i] for i in tied} | set(held_out)
+    return [t for eid, t in zip(example_ids, texts) if eid not in skip]
 
 
 def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
@@ -81,7 +82,8 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
             model, tok = load_model(base_dir, device=device, bf16=False)
         else:
             size = TinyConfig(max_position=max(512, cfg.max_length))
-            model, tok = build_tiny_model(_public_texts(out, plan.example_ids, texts), seed=cfg.seed, size=size)
+            model, tok = build_tiny_model(_public_texts(out, plan.example_ids, texts, held_out=[
+                e for e, t in zip(plan.example_ids, plan.test_mask) if t]), seed=cfg.seed, size=size)
             if dist.is_main:
                 with atomic_dir(base_dir) as tmp:
                     save_base_model(model, tok, tmp)
@@ -100,12 +102,13 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                                  private=opts.private, seed=cfg.seed,
                                  insecure_reproducible=opts.insecure_reproducible,
                                  keep_final_checkpoint=opts.keep_checkpoint)
+        evaluator = _evaluator(out, model, tok, plan, texts, seqs, cfg) if dist.is_main else None
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
                  "" if opts.private else " (--no-dp: no clipping, no noise)")
         report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=train_dir,
                        settings=settings, ledger=LedgerGuard(ledger_path or out / "ledger.jsonl"), resume=opts.resume,
-                       dist=dist, show_progress=opts.show_progress)
+                       dist=dist, show_progress=opts.show_progress, evaluator=evaluator)
     finally:
         shutdown(dist)
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
@@ -124,6 +127,18 @@ def _cpu_threads(device) -> None:
 
     if str(device).startswith("cpu") and not os.environ.get("OMP_NUM_THREADS"):
         torch.set_num_threads(1)
+
+
+def _evaluator(out: Path, model, tok, plan, texts, seqs, cfg: TrainingConfig):
+    """The trainer's held-out evaluation hook for the plan's test examples, or None (no split)."""
+    from repoguard.evaluation.metrics import plan_evaluator
+    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.incidence import load_incidence
+
+    ev = plan_evaluator(model, tok, plan=plan, incidence=load_incidence(out), texts=texts, seqs=seqs,
+                        max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
+                        max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+    return PeriodicEval(ev, every=cfg.eval_every) if ev is not None else None
 
 
 def merge_config(cfg: TrainingConfig, **overrides) -> TrainingConfig:

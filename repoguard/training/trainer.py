@@ -10,6 +10,9 @@ Outputs under `train_dir` (`OUT/train/`):
                           owner-only; deleted when the run completes unless `keep_final_checkpoint`)
     adapter/              PEFT adapter, written only after the run is recorded in the ledger
     privacy_report.json   σ, B, T, C, steps completed, randomness, per-secret achieved bound
+    eval.json             with an evaluator: held-out metrics of the base model (step 0), every
+                          N steps and at the end (`repoguard.evaluation.periodic`); the same
+                          results ride on those steps' log lines ("eval", "eval_base")
 
 Why the per-step batch statistics stay out of what is published: the realised batch size
 N_t = Σ_i 1[i ∈ batch_t] is not covered by the accountant. It is independent of the secret's
@@ -145,17 +148,23 @@ def _progress(total: int, start: int, enabled: bool):
         return None
     p = Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
                  TextColumn("{task.fields[rate]} steps/s"),
-                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                 console=Console(stderr=True), transient=True)
+                 TextColumn("loss {task.fields[loss]}"), TextColumn("eval {task.fields[eval]}"),
+                 TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
     p.start()
-    p.add_task("train", total=total, completed=start, rate="-", loss="-")
+    p.add_task("train", total=total, completed=start, rate="-", loss="-", eval="-")
     return p
+
+
+def _eval_label(evals) -> str:
+    """The progress line's latest held-out loss, or '-'."""
+    v = evals.latest if evals is not None else None
+    return f"{v:.3f}" if v is not None else "-"
 
 
 def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: str | Path,
           settings: TrainSettings, ledger: LedgerGuard | None, resume: bool = False,
           dist: Dist = Dist(), on_step: Callable[[int], None] | None = None,
-          show_progress: bool = True, publish: bool = True) -> dict:
+          show_progress: bool = True, publish: bool = True, evaluator=None) -> dict:
     """Run (or resume) DP-SGD on `model`'s LoRA parameters over the plan's examples.
 
     Args:
@@ -165,6 +174,9 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         resume: continue from the latest checkpoint. on_step: called after each finished step
             (tests raise from it to simulate a crash). publish: False = a dry run (benchmarks,
             tests of the loop): no ledger check or record, no adapter, no privacy report.
+        evaluator: a held-out evaluation hook (`evaluation.periodic.PeriodicEval`), used on rank 0:
+            `begin(train_dir, start=, resume=)` before the first step, `after(step, last=)` →
+            keys added to that step's log line, `latest` → the loss the progress line shows.
 
     Returns the privacy report (also written to `privacy_report.json`).
 
@@ -187,6 +199,9 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         # Still private (any public divisor is), but not the plan the accountant analysed.
         log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    held_out = plan.test_mask
+    if np.any(plan.rho[held_out] != 0):
+        raise PrivacyInvariantError("plan: a held-out example has ρ > 0; it would be trained on")
     try:
         rand = draw(private=settings.private, insecure_reproducible=settings.insecure_reproducible,
                     seed=settings.seed, noise_seed=settings.noise_seed, dist=dist)
@@ -241,10 +256,20 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         secure_dir(train_dir / INTERNAL)
         fd = os.open(train_dir / INTERNAL / "steps.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         internal_fh = os.fdopen(fd, "a", encoding="utf-8")
+    evals = evaluator if dist.is_main else None
+    if evals is not None:
+        evals.begin(train_dir, start=start, resume=resume)
+    elif dist.is_main and not resume:
+        (train_dir / "eval.json").unlink(missing_ok=True)     # would describe another run
+    if bar is not None:
+        bar.update(bar.task_ids[0], eval=_eval_label(evals))
     try:
         for step in range(start, total):
             t_step = time.perf_counter()
-            mine = shard(sampler.sample(), dist.rank, dist.world_size)
+            batch = sampler.sample()
+            if held_out[batch].any():      # ρ = 0 makes this impossible; checked, not assumed
+                raise PrivacyInvariantError(f"step {step + 1}: a held-out example was sampled")
+            mine = shard(batch, dist.rank, dist.world_size)
             dp.begin()
             for mb in micro_batches(mine, settings.micro_batch_size, lengths):
                 dp.accumulate(collate([seqs[i] for i in mb], pad_id=pad_id))
@@ -256,9 +281,15 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
                 row = {"step": steps_done, "lr": optimizer.param_groups[0]["lr"]}
                 batch = {"batch_size": n, "loss": stats["loss_sum"] / n if n else None,
                          "tokens": stats["n_tokens"], "seconds": round(time.perf_counter() - t_step, 6)}
+                if evals is not None:
+                    batch.update(evals.after(steps_done, last=steps_done == total))
                 if internal_fh is not None:
                     internal_fh.write(json.dumps({**row, **batch}) + "\n")
                     internal_fh.flush()
+                    # The published log keeps only the public slice: the secret-tied held-out
+                    # slices are functions of secret text that the accountant does not count.
+                    row.update({k: {"public": v["public"]} for k, v in batch.items()
+                                if k in ("eval", "eval_base") and "public" in v})
                 log_fh.write(json.dumps(row if split else {**row, **batch}) + "\n")
                 log_fh.flush()
             if steps_done % settings.checkpoint_every == 0 or steps_done == total:
@@ -271,7 +302,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             if bar is not None:
                 rate = (steps_done - start) / max(time.perf_counter() - t0, 1e-9)
                 loss = stats["loss_sum"] / stats["n_examples"] if stats["n_examples"] else float("nan")
-                bar.update(bar.task_ids[0], completed=steps_done, rate=f"{rate:.2f}", loss=f"{loss:.3f}")
+                bar.update(bar.task_ids[0], completed=steps_done, rate=f"{rate:.2f}", loss=f"{loss:.3f}",
+                           eval=_eval_label(evals))
             if on_step is not None:
                 on_step(steps_done)
     except BaseException as exc:

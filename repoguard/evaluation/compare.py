@@ -1,0 +1,195 @@
+"""`repoguard compare`: what each way of fine-tuning would have taught the model, on one footing.
+
+Every arm starts from the same base model and trains with the same B, T, learning rate, maximum
+length and held-out split (the plan's), and is scored on exactly the same held-out examples and
+lines (one `metrics.EvalSet`):
+
+- `hush`      the plan as configured (weighted-Poisson DP-SGD, Hush Alg. 2);
+- `hush-kl`, `hush-gdp`   the same with each LP cap (`weighting.secret_caps`);
+- `uniform`   standard DP-SGD: every training example w = 1, ρ = B/n, σ calibrated by the same
+              accountant so every secret meets its target (the Hush paper's baseline, §5.1);
+- `drop`      examples tied to any secret removed, no noise, credentials redacted (excluding the
+              secret directories by hand);
+- `no-dp`     every training example, no noise (the ceiling; no protection).
+
+Arm models are measurements: they are kept in memory, never published, and nothing is recorded
+in the ledger. The reported metrics are aggregates over held-out examples; the `drop` and `no-dp`
+numbers carry no privacy guarantee (they are for the operator). Each arm's result is written to
+`OUT/compare/<arm>.json` as it finishes, so an interrupted compare resumes at the next arm.
+Randomness (sampling, noise) is fresh per arm unless a seed is given (tests).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from repoguard.artefacts import atomic_write_json
+from repoguard.errors import InputError
+
+ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop", "no-dp")
+
+
+def arm_plan(name: str, base_plan, incidence, *, floor=None):
+    """(plan, private) for arm `name`, derived from `base_plan` (B, T, C, c, accountant, split).
+
+    Raises InputError for an unknown arm."""
+    from repoguard.plan import Plan, build_plan
+
+    test = base_plan.test_mask
+    train = ~test
+    n_ex = len(base_plan.example_ids)
+    common = dict(batch_size=base_plan.batch_size, steps=base_plan.steps, clip_norm=base_plan.clip_norm)
+    if name == "hush":
+        return base_plan, True
+    if name in ("hush-kl", "hush-gdp"):
+        from repoguard.evaluation.split import Split
+        split = Split(test=test, files=(), fraction=0.0, min_files=0, salt="", digest=_digest(base_plan))
+        p = build_plan(incidence, c=base_plan.c, cap=name.split("-")[1], accountant=base_plan.accountant,
+                       adjacency=base_plan.adjacency, holdout=split, floor=floor, **common)
+        return p, True
+    if name in ("uniform", "no-dp", "drop"):
+        keep = train & (incidence.matrix.getnnz(axis=1) == 0) if name == "drop" else train
+        n = int(keep.sum())
+        if n < base_plan.batch_size:
+            raise InputError(f"compare: arm {name} has {n} training examples, fewer than B = {base_plan.batch_size:g}")
+        w = keep.astype(float)
+        rho = base_plan.batch_size * w / n
+        sigma = base_plan.extra.get("sigma_uniform") if name == "uniform" else 1.0
+        if name == "uniform" and not sigma:
+            raise InputError("compare: the plan has no σ_uniform (re-run `repoguard plan`)")
+        p = Plan(sigma=float(sigma), c=base_plan.c, cap="none", accountant=base_plan.accountant,
+                 adjacency=base_plan.adjacency, example_ids=list(base_plan.example_ids), w=w, rho=rho,
+                 test=test, extra={}, **common)
+        return p, name == "uniform"
+    raise InputError(f"--arms: unknown arm {name!r} (known: {', '.join(ARMS)})")
+
+
+def _digest(plan) -> str:
+    return (plan.extra.get("holdout") or {}).get("digest", "")
+
+
+def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
+                resume: bool = True, show_progress: bool = True, floor=None) -> dict:
+    """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
+    "split": digest, "eval_set": sizes}. Results are saved per arm in OUT/compare/ and reused
+    when `resume` and the saved result has the same plan, split and steps.
+
+    `seed` None: fresh sampler and noise randomness per arm (compare means); an int makes every
+    arm reproducible (tests only: a private model's noise must not be predictable)."""
+    import secrets as _secrets
+
+    import torch
+
+    from repoguard.corpus import load_corpus
+    from repoguard.evaluation.metrics import plan_evaluator
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import load_plan
+    from repoguard.training.data import default_redactor, example_texts, tokenize
+    from repoguard.training.model import TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model, load_model
+    from repoguard.training.trainer import TrainSettings, plan_fingerprint, train
+
+    base_plan = load_plan(out)
+    if not base_plan.test_mask.any():
+        raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
+    incidence = load_incidence(out)
+    corpus = load_corpus(out, root)
+    texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor())
+    device = torch.device("cpu")
+    if cfg.model:
+        base, tok = load_model(cfg.model, device=device)
+    else:
+        tied = incidence.matrix.getnnz(axis=1) > 0
+        public = [t for t, bad in zip(texts, tied | base_plan.test_mask) if not bad]
+        base, tok = build_tiny_model(public, seed=cfg.seed, size=TinyConfig(max_position=max(512, cfg.max_length)))
+    seqs = tokenize(texts, tok, max_length=cfg.max_length)
+    total = steps or base_plan.steps
+    cdir = out / "compare"
+    cdir.mkdir(parents=True, exist_ok=True)
+    key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
+           "lr": cfg.learning_rate, "max_length": cfg.max_length}
+    ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
+                         max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
+                         max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+    doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {}}
+    for name in arms:
+        path = cdir / f"{name}.json"
+        if resume and path.is_file():
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if old.get("key") == key:
+                doc["arms"][name] = old["result"]
+                continue
+        t0 = time.perf_counter()
+        plan, private = arm_plan(name, base_plan, incidence, floor=floor)
+        plan = replace(plan, steps=total) if total != plan.steps else plan
+        model = apply_lora(copy.deepcopy(base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                           targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
+        ev = plan_evaluator(model, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
+                            max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
+                            max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+        arm_seed = seed if seed is not None else _secrets.randbits(32)
+        # A fixed seed (tests) fixes a private arm's batches and noise only through the explicit
+        # insecure flag (training.randomness); without one, private arms draw from the OS.
+        settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
+                                 checkpoint_every=total, private=private, seed=arm_seed,
+                                 insecure_reproducible=private and seed is not None)
+        from repoguard.evaluation.periodic import PeriodicEval
+        pe = PeriodicEval(ev, every=cfg.eval_every)
+        train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=cdir / f".{name}",
+              settings=settings, ledger=None, publish=False, show_progress=show_progress, evaluator=pe)
+        import shutil
+        shutil.rmtree(cdir / f".{name}" / "checkpoints", ignore_errors=True)
+        bounds = [s.achieved_bound / s.r for s in plan.secrets] if private and plan.secrets else []
+        if name == "uniform" and floor is not None:
+            from repoguard.plan import undetected_floor
+            plan.extra["undetected_floor"] = undetected_floor(incidence.matrix, plan.rho, plan.sigma, total,
+                                                              *floor, adjacency=plan.adjacency, test=plan.test_mask)
+        n_train = int((~plan.test_mask).sum())
+        result = {"sigma": plan.sigma if private else 0.0, "private": private,
+                  "sum_w_over_n": float(plan.w.sum()) / n_train if n_train else None,
+                  "slices": pe.history[-1]["slices"],
+                  "curve": [{"step": h["step"], "loss": _pub(h["slices"])} for h in pe.history],
+                  "bound_ratio_min": min(bounds) if bounds else None,
+                  "bound_ratio_max": max(bounds) if bounds else None,
+                  "undetected_floor": (plan.extra.get("undetected_floor") or {}).get("bounds") if private else None,
+                  "seconds": time.perf_counter() - t0, "steps": total,
+                  "eval_rows": {k: [int(x) for x in v] for k, v in ev.es.slices.items()}}
+        atomic_write_json(path, {"key": key, "result": result})
+        doc["arms"][name] = result
+    atomic_write_json(cdir / "compare.json", doc)
+    return doc
+
+
+def _pub(slices: dict) -> float | None:
+    from repoguard.evaluation.metrics import headline
+
+    return headline(slices)
+
+
+def format_table(doc: dict) -> str:
+    """The text table: one row per arm, columns σ, Σw/n, each slice's loss/accuracy/exact match
+    (public and secret-tied), achieved/target bound range, the undetected-secret floor (k = 1),
+    wall time."""
+    base = doc["base"]
+    head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", "floor k=1", "s")
+    rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")), "—", "—", "—")]
+    for name, r in doc["arms"].items():
+        fl = (r.get("undetected_floor") or {}).get("1")
+        br = ("≤ 1 (calibrated)" if name == "uniform" else "—" if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
+        rows.append((name, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}", *_cells(r["slices"].get("public")),
+                     *_cells(r["slices"].get("secret-tied")), br, f"{fl:.2g}" if fl is not None else "none",
+                     f"{r['seconds']:.0f}"))
+    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    return "\n".join(lines)
+
+
+def _cells(m: dict | None) -> tuple[str, str, str]:
+    if not m or m.get("loss") is None:
+        return "—", "—", "—"
+    em = m.get("exact_match")
+    return f"{m['loss']:.3f}", f"{m['accuracy']:.3f}", "—" if em is None else f"{em:.2f}"

@@ -1,0 +1,68 @@
+"""Held-out evaluation during a training run: the base model (step 0), every N steps and the end.
+
+`PeriodicEval` is the trainer's evaluation hook (`training.trainer.train(evaluator=…)`): the
+trainer calls `begin` before its first step and `after` once per finished step; the results go to
+`OUT/train/eval.json` (rewritten atomically after each evaluation) and, as "eval" / "eval_base"
+keys, onto those steps' lines of `train_log.jsonl`. A resumed run continues eval.json's history
+up to its checkpoint's step.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from repoguard.artefacts import atomic_write_json
+from repoguard.evaluation.metrics import Evaluator, headline
+
+
+class PeriodicEval:
+    """Calls `evaluator` (no arguments → slice name → metrics) when due and keeps the history.
+
+    Args:
+        evaluator: `metrics.Evaluator` (its `info()` describes the scored set for eval.json).
+        every: also evaluate every `every` steps (0: only the base model and the end)."""
+
+    def __init__(self, evaluator: Evaluator, *, every: int = 0) -> None:
+        self.evaluator, self.every = evaluator, max(0, int(every))
+        self.history: list[dict] = []
+        self.path: Path | None = None
+        self._pending_base: dict | None = None
+
+    def begin(self, train_dir: str | Path, *, start: int, resume: bool) -> None:
+        """Load the history a resumed run continues, else evaluate the model as it is (the base
+        model for a fresh run) and write eval.json."""
+        self.path = Path(train_dir) / "eval.json"
+        self.history, self._pending_base = [], None
+        if resume and self.path.is_file():
+            try:
+                old = json.loads(self.path.read_text(encoding="utf-8")).get("history", [])
+            except (OSError, ValueError):
+                old = []
+            self.history = [h for h in old if h.get("step", 1 << 62) <= start]
+        if not self.history:
+            self._pending_base = self.evaluator()
+            self.history.append({"step": start, "slices": self._pending_base})
+            self._write()
+
+    @property
+    def latest(self) -> float | None:
+        """The latest evaluation's headline loss (`metrics.headline`), or None."""
+        return headline(self.history[-1]["slices"]) if self.history else None
+
+    def after(self, step: int, *, last: bool) -> dict:
+        """Evaluate after `step` when due (every N steps, or `last`); returns the keys to add to
+        that step's log line ({} when nothing is due)."""
+        extra = {}
+        if self._pending_base is not None:
+            extra["eval_base"], self._pending_base = self._pending_base, None
+        if last or (self.every > 0 and step % self.every == 0):
+            res = self.evaluator()
+            self.history.append({"step": step, "slices": res})
+            self._write()
+            extra["eval"] = res
+        return extra
+
+    def _write(self) -> None:
+        atomic_write_json(self.path, {"version": 1, "history": self.history,
+                                      "base": self.history[0]["slices"], "final": self.history[-1]["slices"],
+                                      "final_step": self.history[-1]["step"], "sets": self.evaluator.info()})
