@@ -140,18 +140,25 @@ def ownership_clusters(repo, files: list[str]) -> dict[str, str]:
 
 
 def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, max_authors: int = 3,
-                     min_files: int = 3, min_revisions: int = 20) -> list[Candidate]:
+                     min_files: int = 3, min_revisions: int = 20,
+                     max_global_share: float = 0.2) -> list[Candidate]:
     """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory
     (see `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share`
     by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files and ≥ `min_revisions`
-    revisions, not a dot folder (`.github`, `.vscode`), in a repository with other authors outside the set (a one-person repository has
-    no silo)."""
+    revisions, not a dot folder (`.github`, `.vscode`) nor data (`_DATA_PATH`: translations,
+    migrations, tests), and whose set makes ≤ `max_global_share` of the whole history's revisions:
+    the repository's core maintainers, who write most of every folder, are not a silo (on
+    readthedocs.org two of them made 88 % of `telemetry/` and 35 % of everything), nor is a
+    one-person repository."""
     co = codeowners.load(repo)
     hist = load_history(repo)
-    all_authors = {a for c in hist.revisions.values() for a in c}
+    total: Counter = Counter()
+    for c in hist.revisions.values():
+        total.update(c)
+    all_revisions = sum(total.values())
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p, d in clusters(files).items():
-        if d != "(root)" and not d.startswith("."):   # dot folders are tool settings
+        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/"):
             by_dir[d].append(p)
     out = []
     for d, fs in sorted(by_dir.items()):
@@ -170,7 +177,9 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
                 break
             group.append(a)
             acc += k
-        if len(group) > max_authors or acc < min_share * n or not (all_authors - set(group)):
+        if len(group) > max_authors or acc < min_share * n:
+            continue
+        if sum(total[a] for a in group) > max_global_share * all_revisions:
             continue
         frag = 1.0 - sum((k / n) ** 2 for k in revs.values())
         out.append(Candidate(
@@ -191,6 +200,7 @@ _PARTS = re.compile(r"[A-Za-z]+")
 # addresses, lorem ipsum), generated migrations, translations and vendored code.
 _DATA_PATH = re.compile(r"(^|/)(tests?|testing|e2e|fixtures?|migrations|locale|locales|i18n|vendor|"
                         r"third_party|node_modules)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
+_HOST = re.compile(r"(?:\b[A-Za-z][\w+.-]*://|\bwww\.|@)([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
 _URL = re.compile(r"\b\w+://\S+|\bwww\.\S+|\S+@\S+")
 
 
@@ -236,7 +246,8 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 3
     skipped, so fragments such as "Aunresolved" of "\\Aunresolved" never count) of ≥ 4 letters,
     written in title case in prose at least once and in lower case in ≤ `max_lower_share` of its
     plain prose occurrences, not the second word of a multi-word name (≥ half its title-case
-    occurrences after the same capitalised word, as "Relic" in "New Relic"), and not in the
+    occurrences after the same capitalised word, as "Relic" in "New Relic"), not the registrable
+    domain label of a URL or e-mail address in the corpus (a vendor: "Netlify" of netlify.com), not in the
     common vocabulary, calendar, language or people lists (`suggest_lexicon`). With n_c the
     document weight of the term in cluster c, n = Σ n_c, top = argmax n_c, K clusters overall and
     k clusters holding the term: share = n_top / n, rarity = ln((K + 1) / k) / ln(K + 1) (an IDF
@@ -255,7 +266,13 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 3
     files = [p for p in files if not _DATA_PATH.search(p)]
     corpus = set(files)
 
+    vendors: set[str] = set()   # registrable labels of hosts in URLs and e-mail addresses
+
     def observe(text: str, doc_clusters: list[str], paths: list[str], path: str = "") -> None:
+        for host in _HOST.findall(text):
+            labels = host.lower().split(".")
+            vendors.add(labels[-3] if len(labels) >= 3 and labels[-2] in ("co", "com", "org", "net", "ac")
+                        else labels[-2])
         seen = set()
         for term, shape, prev in itertools.chain(_chunks(text), _chunks(path, ident_only=True)):
             if len(term) < 4 or term in excluded:
@@ -277,6 +294,8 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 3
         observe("\n".join(piece for _, piece in prose(path, data)), [cl[path]], [path], path)
     out = []
     for term, w in weight.items():
+        if term in vendors:
+            continue  # an outside organisation's name: discord.com, netlify.app, okta.com
         sh = shapes[term]
         if sh["title"] == 0 or sh["lower"] > max_lower_share * (sh["lower"] + sh["title"]):
             continue

@@ -100,14 +100,16 @@ def test_codenames_are_concentrated_project_terms_only(make_repo):
 
 
 def test_authorship_silo_without_codeowners(make_repo):
-    """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people."""
+    """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people;
+    Alice, a minority of the whole history, is a silo."""
     files = {f"web/v{i}.py": "X = 1\n" for i in range(3)} | {f"pay/p{i}.py": "X = 1\n" for i in range(3)}
     repo = make_repo(files, message="init")
     web = [(f"Dev{k} Web", f"dev{k}@example.com") for k in range(5)]
     for n in range(20):
         _commit_as(repo, "Alice Arden", "alice@example.com", {f"pay/p{n % 3}.py": f"X = {n + 10}\n"}, f"pay {n}")
-        if n % 2:
-            _commit_as(repo, *web[n % 5], {f"web/v{n % 3}.py": f"X = {n + 10}\n"}, f"web {n}")
+        for k in range(4):   # web/ is busier: Alice's 20 revisions are 13 % of the history's
+            _commit_as(repo, *web[(n + k) % 5], {f"web/v{i}.py": f"X = {n}, {k}, {i}\n" for i in range(3)},
+                       f"web {n} {k}")
     got = {c["paths"][0]: c for c in suggest(GitRepo(repo), Config(path=None), kinds=("silo",))["candidates"]}
     assert set(got) == {"pay/**"}
     assert got["pay/**"]["metrics"]["insiders"] == ["alice@example.com"]
