@@ -124,18 +124,24 @@ def clusters(files: list[str], *, max_share: float = 0.15) -> dict[str, str]:
     return out
 
 
-def ownership_clusters(repo, files: list[str]) -> dict[str, str]:
+def ownership_clusters(repo, files: list[str], *, max_share: float = 0.25) -> dict[str, str]:
     """{path: cluster}: the first owner of the CODEOWNERS line deciding the file when that line
     names a path (contains "/") and is not a catch-all; otherwise its directory cluster
-    (`clusters`). Extension lines such as `*.js @frontend` are too coarse to be a component."""
+    (`clusters`). Extension lines such as `*.js @frontend` are too coarse to be a component, and so
+    is a team owning more than `max_share` of the files (`/docs/ @advocacy` on readthedocs.org)."""
     co = codeowners.load(repo)
     out = clusters(files)
     if co is None:
         return out
+    owner = {}
     for p in files:
         r = co.match(p)
         if r is not None and r.owners and "/" in r.pattern and r.pattern not in ("/*", "/**"):
-            out[p] = r.owners[0]
+            owner[p] = r.owners[0]
+    size = Counter(owner.values())
+    for p, team in owner.items():
+        if size[team] <= max_share * len(files):
+            out[p] = team
     return out
 
 
