@@ -9,9 +9,12 @@ reviews and pastes — nothing is declared silently. Three kinds of candidates:
   insiders; `fragmentation` = 1 − Σ_a (n_a/n)² over F's revisions (D'Ambros et al. 2009). A silo
   has closure ≥ `min_closure` (0.8), ≥ `min_revisions` (5) revisions, at most `max_authors` (5)
   authors, and is not a catch-all (`*`) line.
-- **codename**: a capitalised word that is never written in lower case in prose or commit
-  messages (nor as part of a hyphenated name), occurs in ≥ 2 commit messages or files, and whose files concentrate under one folder (≥ 60 % of them). Ordinary
-  words (codenames.STOPLIST, spaCy's English stop words) are skipped.
+- **ownership silo from authorship** (`authorship_silos`): where no path-specific CODEOWNERS line
+  decides a folder, ≥ 80 % of its revisions by ≤ 3 authors who make ≤ 20 % of the history.
+- **codename** (`codename_candidates`): a whole token concentrated in one cluster (team of a
+  CODEOWNERS path rule, or folder) and rare elsewhere, ranked by share × IDF-like rarity; common
+  words, people, languages, months, places, vendors and fragments are never proposed
+  (`suggest_lexicon`). `suggest(limit=20)` keeps the 20 best.
 - **credential**: each distinct credential the scanner finds, with the prior p = 2^−bits, bits =
   per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"].
 

@@ -59,7 +59,7 @@ def test_snippet_is_valid_config_and_skips_declared(fresh, fixture_repo):
 
 def test_cli(fixture_repo):
     res = subprocess.run([sys.executable, "-m", "repoguard.cli", "suggest", str(fixture_repo), "--json",
-                          "--kinds", "silo"], capture_output=True, text=True)
+                          "--kinds", "silo", "--all"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert {c["kind"] for c in json.loads(res.stdout)["candidates"]} == {"silo"}
     bad = subprocess.run([sys.executable, "-m", "repoguard.cli", "suggest", str(fixture_repo), "--kinds", "x"],
