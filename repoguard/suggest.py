@@ -9,9 +9,12 @@ reviews and pastes — nothing is declared silently. Three kinds of candidates:
   insiders; `fragmentation` = 1 − Σ_a (n_a/n)² over F's revisions (D'Ambros et al. 2009). A silo
   has closure ≥ `min_closure` (0.8), ≥ `min_revisions` (5) revisions, at most `max_authors` (5)
   authors, and is not a catch-all (`*`) line.
-- **codename**: a capitalised word that is never written in lower case in prose or commit
-  messages (nor as part of a hyphenated name), occurs in ≥ 2 commit messages or files, and whose files concentrate under one folder (≥ 60 % of them). Ordinary
-  words (codenames.STOPLIST, spaCy's English stop words) are skipped.
+- **ownership silo from authorship** (`authorship_silos`): where no path-specific CODEOWNERS line
+  decides a folder, ≥ 80 % of its revisions by ≤ 3 authors who make ≤ 20 % of the history.
+- **codename** (`codename_candidates`): a whole token concentrated in one cluster (team of a
+  CODEOWNERS path rule, or folder) and rare elsewhere, ranked by share × IDF-like rarity; common
+  words, people, languages, months, places, vendors and fragments are never proposed
+  (`suggest_lexicon`). `suggest(limit=20)` keeps the 20 best.
 - **credential**: each distinct credential the scanner finds, with the prior p = 2^−bits, bits =
   per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"].
 
@@ -20,13 +23,15 @@ the snippet.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
 from repoguard.analyzers import _files, codeowners
-from repoguard.analyzers.codenames import STOPLIST, prose
+from repoguard.analyzers.codenames import prose, split_identifiers
 from repoguard.analyzers.history import load_history
 
 
@@ -99,53 +104,229 @@ def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revis
     return sorted(out, key=lambda c: (-c.metrics["closure"], c.metrics["fragmentation"], c.id))
 
 
-# -- codenames ----------------------------------------------------------------------------------
-_WORD = re.compile(r"[A-Za-z][A-Za-z]{3,}")
+# -- clusters and authorship silos -------------------------------------------------------------------
+def clusters(files: list[str], *, max_share: float = 0.15) -> dict[str, str]:
+    """{path: cluster}: a file's cluster is its shortest ancestor directory holding at most
+    `max_share` of all files (so `readthedocs/` in a one-package repository is split into
+    `readthedocs/builds`, `readthedocs/projects`, …); files at the root are in "(root)"."""
+    count: Counter = Counter()
+    for p in files:
+        parts = p.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            count["/".join(parts[:i])] += 1
+    limit = max_share * len(files)
+    out = {}
+    for p in files:
+        parts = p.split("/")[:-1]
+        key = "(root)"
+        for i in range(1, len(parts) + 1):
+            key = "/".join(parts[:i])
+            if count[key] <= limit:
+                break
+        out[p] = key
+    return out
 
 
-def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 2,
-                        min_concentration: float = 0.6) -> list[Candidate]:
-    from spacy.lang.en.stop_words import STOP_WORDS
+def ownership_clusters(repo, files: list[str], *, max_share: float = 0.25) -> dict[str, str]:
+    """{path: cluster}: the first owner of the CODEOWNERS line deciding the file when that line
+    names a path (contains "/") and is not a catch-all; otherwise its directory cluster
+    (`clusters`). Extension lines such as `*.js @frontend` are too coarse to be a component, and so
+    is a team owning more than `max_share` of the files (`/docs/ @advocacy` on readthedocs.org)."""
+    co = codeowners.load(repo)
+    out = clusters(files)
+    if co is None:
+        return out
+    owner = {}
+    for p in files:
+        r = co.match(p)
+        if r is not None and r.owners and "/" in r.pattern and r.pattern not in ("/*", "/**"):
+            owner[p] = r.owners[0]
+    size = Counter(owner.values())
+    for p, team in owner.items():
+        if size[team] <= max_share * len(files):
+            out[p] = team
+    return out
 
-    ordinary = STOPLIST | {w.lower() for w in STOP_WORDS}
-    lower_seen: set[str] = set()
-    capital: dict[str, set[str]] = defaultdict(set)   # word → files/commits mentioning it
-    where: dict[str, set[str]] = defaultdict(set)     # word → files
+
+def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, max_authors: int = 3,
+                     min_files: int = 3, min_revisions: int = 20,
+                     max_global_share: float = 0.2) -> list[Candidate]:
+    """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory
+    (see `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share`
+    by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files and ≥ `min_revisions`
+    revisions, not a dot folder (`.github`, `.vscode`) nor data (`_DATA_PATH`: translations,
+    migrations, tests), and whose set makes ≤ `max_global_share` of the whole history's revisions:
+    the repository's core maintainers, who write most of every folder, are not a silo (on
+    readthedocs.org two of them made 88 % of `telemetry/` and 35 % of everything), nor is a
+    one-person repository."""
+    co = codeowners.load(repo)
     hist = load_history(repo)
-    texts: list[tuple[str, list[str], str]] = []
-    for c in hist.commits:
-        texts.append((f"commit {c.sha[:10]}", [p for p in c.paths if p in set(files)] if len(c.paths) <= 30 else [], c.message))
-    for path, data in _files.read_sources(repo, {p: "" for p in files}):
-        for _, piece in prose(path, data):
-            texts.append((path, [path], piece))
-    for source, paths, text in texts:
-        for m in _WORD.finditer(text):
-            w = m.group(0)
-            if w.lower() in ordinary or text[m.start() - 1:m.start()] == "-" or text[m.end():m.end() + 1] == "-":
-                continue  # ordinary word, or part of a compound name ("Black-Scholes")
-            if w[0].isupper() and w[1:].islower():
-                capital[w.lower()].add(source)
-                where[w.lower()].update(paths)
-            elif w.islower():
-                lower_seen.add(w)
+    total: Counter = Counter()
+    for c in hist.revisions.values():
+        total.update(c)
+    all_revisions = sum(total.values())
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for p, d in clusters(files).items():
+        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/"):
+            by_dir[d].append(p)
     out = []
-    for w, sources in capital.items():
-        if w in lower_seen or len(sources) < min_mentions or len(where[w]) < 2:
+    for d, fs in sorted(by_dir.items()):
+        if co is not None and any((r := co.match(p)) is not None and r.owners
+                                  and r.pattern not in ("*", "/*", "**", "/**") for p in fs):
+            continue  # CODEOWNERS decides it: `silos` judges it
+        revs: Counter = Counter()
+        for p in fs:
+            revs.update(hist.revisions.get(p, {}))
+        n = sum(revs.values())
+        if len(fs) < min_files or n < min_revisions:
             continue
-        dirs = Counter(p.split("/")[0] for p in where[w])
-        top, k = dirs.most_common(1)[0]
-        conc = k / len(where[w])
-        if conc < min_concentration:
+        group, acc = [], 0
+        for a, k in sorted(revs.items(), key=lambda kv: (-kv[1], kv[0])):
+            if acc >= min_share * n:
+                break
+            group.append(a)
+            acc += k
+        if len(group) > max_authors or acc < min_share * n:
             continue
-        name = w.capitalize()
-        fs = sorted(where[w])
+        if sum(total[a] for a in group) > max_global_share * all_revisions:
+            continue
+        frag = 1.0 - sum((k / n) ** 2 for k in revs.values())
+        out.append(Candidate(
+            kind="silo", id=_slug(d) + "-authors", paths=[d + "/**"],
+            evidence=[f"{d}/ ({len(fs)} files): no specific CODEOWNERS line; {acc} of {n} revisions "
+                      f"({acc / n:.0%}) by {', '.join(group)}; fragmentation {frag:.2f}"],
+            metrics={"files": len(fs), "revisions": n, "authors": sorted(revs), "insiders": sorted(group),
+                     "closure": round(acc / n, 3), "fragmentation": round(frag, 3), "source": "authorship"},
+            covered_by=_covered(config, fs)))
+    return sorted(out, key=lambda c: (-c.metrics["closure"], c.metrics["fragmentation"], c.id))
+
+
+# -- codenames ----------------------------------------------------------------------------------
+_CHUNK = re.compile(r"[^\s\"'`()\[\]{}<>,;:!?*=|+~^]+")
+_NOISY = re.compile(r"[\\%$@&#0-9]|://")       # escapes, format strings, e-mails, URLs, numbers
+_PARTS = re.compile(r"[A-Za-z]+")
+# Files whose words are data, not project vocabulary: tests and their fixtures (fake people,
+# addresses, lorem ipsum), generated migrations, translations and vendored code.
+_DATA_PATH = re.compile(r"(^|/)(tests?|testing|e2e|fixtures?|migrations|locale|locales|i18n|vendor|"
+                        r"third_party|node_modules)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
+_HOST = re.compile(r"(?:\b[A-Za-z][\w+.-]*://|\bwww\.|@)([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
+_URL = re.compile(r"\b\w+://\S+|\bwww\.\S+|\S+@\S+")
+
+
+def _chunks(text: str, *, ident_only: bool = False):
+    """(term, shape, previous title-case word) for each whole token of `text`: shape is "title",
+    "lower" (a plain prose word) or "ident" (a part of a split identifier). Chunks with escapes,
+    format markers, digits, URLs or hyphens yield nothing (their parts are fragments)."""
+    prev = None
+    if ident_only:
+        for part in split_identifiers(text).split():
+            if _PARTS.fullmatch(part):
+                yield part.lower(), "ident", None
+        return
+    for m in _CHUNK.finditer(_URL.sub(" ", text)):
+        chunk = m.group(0).strip(".'/")
+        if not chunk or _NOISY.search(chunk) or "-" in chunk:
+            prev = None
+            continue
+        if _PARTS.fullmatch(chunk):
+            if chunk[0].isupper() and (len(chunk) == 1 or chunk[1:].islower()):
+                yield chunk.lower(), "title", prev
+                prev = chunk.lower()
+                continue
+            if chunk.islower():
+                yield chunk, "lower", prev
+                prev = None
+                continue
+        prev = None
+        for part in split_identifiers(chunk).split():
+            if _PARTS.fullmatch(part):
+                yield part.lower(), "ident", None
+
+
+def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 3, min_files: int = 2,
+                        min_concentration: float = 0.6, max_lower_share: float = 0.1,
+                        max_changeset: int = 30) -> list[Candidate]:
+    """Project terms concentrated in one cluster (`clusters`) and rare elsewhere, ranked.
+
+    Documents: each file's prose (`codenames.prose`) in its cluster, and each commit message of
+    ≤ `max_changeset` corpus files, its weight split equally over the clusters of its files;
+    tests, fixtures, migrations, translations and vendored files are not documents (`_DATA_PATH`).
+    A term is a whole token (identifiers split; chunks with escapes, digits, URLs or hyphens are
+    skipped, so fragments such as "Aunresolved" of "\\Aunresolved" never count) of ≥ 4 letters,
+    written in title case in prose at least once and in lower case in ≤ `max_lower_share` of its
+    plain prose occurrences, not the second word of a multi-word name (≥ half its title-case
+    occurrences after the same capitalised word, as "Relic" in "New Relic"), not the registrable
+    domain label of a URL or e-mail address in the corpus (a vendor: "Netlify" of netlify.com), not in the
+    common vocabulary, calendar, language or people lists (`suggest_lexicon`). With n_c the
+    document weight of the term in cluster c, n = Σ n_c, top = argmax n_c, K clusters overall and
+    k clusters holding the term: share = n_top / n, rarity = ln((K + 1) / k) / ln(K + 1) (an IDF
+    normalised to (0, 1]; Spärck Jones 1972), score = share × rarity. Kept: n ≥ `min_mentions`,
+    n_top ≥ 2, in ≥ `min_files` files (a term of one data table is not a component's name), share ≥ `min_concentration`; ranked by score, then n."""
+    from repoguard.suggest_lexicon import common_words, people_words
+
+    excluded = common_words() | people_words(repo)
+    cl = ownership_clusters(repo, files)
+    n_clusters = len(set(cl.values())) or 1
+    weight: dict[str, Counter] = defaultdict(Counter)
+    where: dict[str, set[str]] = defaultdict(set)
+    shapes: dict[str, Counter] = defaultdict(Counter)
+    before: dict[str, Counter] = defaultdict(Counter)
+    hist = load_history(repo)
+    files = [p for p in files if not _DATA_PATH.search(p)]
+    corpus = set(files)
+
+    vendors: set[str] = set()   # registrable labels of hosts in URLs and e-mail addresses
+
+    def observe(text: str, doc_clusters: list[str], paths: list[str], path: str = "") -> None:
+        for host in _HOST.findall(text):
+            labels = host.lower().split(".")
+            vendors.add(labels[-3] if len(labels) >= 3 and labels[-2] in ("co", "com", "org", "net", "ac")
+                        else labels[-2])
+        seen = set()
+        for term, shape, prev in itertools.chain(_chunks(text), _chunks(path, ident_only=True)):
+            if len(term) < 4 or term in excluded:
+                continue
+            shapes[term][shape] += 1
+            if shape == "title" and prev and prev not in excluded:
+                before[term][prev] += 1
+            if term not in seen:
+                seen.add(term)
+                for c in doc_clusters:
+                    weight[term][c] += 1 / len(doc_clusters)
+                where[term].update(paths)
+
+    for c in hist.commits:
+        paths = [p for p in c.paths if p in corpus] if len(c.paths) <= max_changeset else []
+        if paths:
+            observe(c.message, sorted({cl[p] for p in paths}), [])
+    for path, data in _files.read_sources(repo, {p: "" for p in files}):
+        observe("\n".join(piece for _, piece in prose(path, data)), [cl[path]], [path], path)
+    out = []
+    for term, w in weight.items():
+        if term in vendors:
+            continue  # an outside organisation's name: discord.com, netlify.app, okta.com
+        sh = shapes[term]
+        if sh["title"] == 0 or sh["lower"] > max_lower_share * (sh["lower"] + sh["title"]):
+            continue
+        if before[term] and before[term].most_common(1)[0][1] >= max(2, sh["title"] / 2):
+            continue  # second word of a multi-word name
+        n = sum(w.values())
+        top, n_top = max(w.items(), key=lambda kv: (kv[1], kv[0]))
+        share = n_top / n
+        if n < min_mentions or n_top < 2 or share < min_concentration or len(where[term]) < min_files:
+            continue
+        rarity = math.log((n_clusters + 1) / len(w)) / math.log(n_clusters + 1)
+        name = term.capitalize()
+        fs = sorted(where[term])
         out.append(Candidate(
             kind="codename", id=_slug(name), codenames=[name],
-            evidence=[f"{name!r} in {len(sources)} commit messages/files, never lower-case; "
-                      f"{k} of {len(fs)} files under {top}/"] + [f"  {p}" for p in fs[:5]],
-            metrics={"mentions": len(sources), "files": fs, "concentration": round(conc, 3), "folder": top},
-            covered_by=sorted({s.id for s in config.secrets if any(c.lower() == w for c in s.codenames)})))
-    return sorted(out, key=lambda c: (-c.metrics["mentions"], c.id))
+            evidence=[f"{name!r}: {share:.0%} of its {n:.0f} files/commits in {top}, "
+                      f"in {len(w)} of {n_clusters} clusters; score {share * rarity:.2f}"]
+            + [f"  {p}" for p in fs[:5]],
+            metrics={"mentions": round(n, 2), "files": fs, "concentration": round(share, 3), "folder": top,
+                     "rarity": round(rarity, 3), "score": round(share * rarity, 3)},
+            covered_by=sorted({s.id for s in config.secrets if any(c.lower() == term for c in s.codenames)})))
+    return sorted(out, key=lambda c: (-c.metrics["score"], -c.metrics["mentions"], c.id))
 
 
 # -- credentials ----------------------------------------------------------------------------------
@@ -172,17 +353,22 @@ def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
 
 
 # -- the whole suggestion -------------------------------------------------------------------------
-def suggest(repo, config, *, kinds=("silo", "codename", "credential")) -> dict:
-    """{"candidates": [Candidate as dict], "toml": snippet of the uncovered candidates}."""
+def suggest(repo, config, *, kinds=("silo", "codename", "credential"), limit: int | None = 20) -> dict:
+    """{"candidates": [Candidate as dict], "toml": snippet of the uncovered candidates,
+    "omitted": number of codename candidates beyond `limit` (None: keep all)}."""
     files = [p for p in _files.tracked_paths(repo) if not p.startswith(".repoguard/")]
     cands: list[Candidate] = []
+    omitted = 0
     if "silo" in kinds:
-        cands += silos(repo, config, files)
+        cands += silos(repo, config, files) + authorship_silos(repo, config, files)
     if "codename" in kinds:
-        cands += codename_candidates(repo, config, files)
+        names = codename_candidates(repo, config, files)
+        if limit is not None and len(names) > limit:
+            omitted, names = len(names) - limit, names[:limit]
+        cands += names
     if "credential" in kinds:
         cands += credential_candidates(repo, config, files)
-    return {"candidates": [asdict(c) for c in cands], "toml": to_toml(cands, config)}
+    return {"candidates": [asdict(c) for c in cands], "toml": to_toml(cands, config), "omitted": omitted}
 
 
 def _toml_list(xs: list[str]) -> str:

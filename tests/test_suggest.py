@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import git
 
 from repoguard.config import Config, load_config, parse_config
 from repoguard.gitrepo import GitRepo
@@ -58,9 +59,59 @@ def test_snippet_is_valid_config_and_skips_declared(fresh, fixture_repo):
 
 def test_cli(fixture_repo):
     res = subprocess.run([sys.executable, "-m", "repoguard.cli", "suggest", str(fixture_repo), "--json",
-                          "--kinds", "silo"], capture_output=True, text=True)
+                          "--kinds", "silo", "--all"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert {c["kind"] for c in json.loads(res.stdout)["candidates"]} == {"silo"}
     bad = subprocess.run([sys.executable, "-m", "repoguard.cli", "suggest", str(fixture_repo), "--kinds", "x"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown kind 'x'" in bad.stderr
+
+
+def _commit_as(repo, name: str, email: str, files: dict[str, str], message: str) -> None:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+           "GIT_COMMITTER_EMAIL": email}
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "-m", message, env=env)
+
+
+def test_codenames_are_concentrated_project_terms_only(make_repo):
+    """Each decoy below is as concentrated in i18n/ as the planted term "Quokka" is in pricing/;
+    only the planted term is suggested: a language name, an author's surname, a month name, a
+    common word and a fragment behind an escape (`\\Nzorblat`) are not."""
+    decoy = ("Abkhaz strings, reviewed by Okonkwo in January. Window layout. See \\Nzorblat.\n")
+    files = {f"i18n/strings_{i}.md": f"# Strings {i}\n{decoy}" for i in range(4)}
+    files |= {f"pricing/quokka_{k}.py": f'"""Quokka {k}: the Quokka pricing engine."""\nX = 1\n'
+              for k in ("core", "rates", "curves")}
+    files |= {f"web/page_{i}.md": "# Page\nA plain page about the product.\n" for i in range(4)}
+    repo = make_repo(files, message="init")
+    _commit_as(repo, "Ada Okonkwo", "ada@example.com", {"i18n/extra.md": decoy}, "i18n: Abkhaz strings")
+    got = [c["codenames"][0] for c in
+           suggest(GitRepo(repo), Config(path=None), kinds=("codename",))["candidates"]]
+    assert "Quokka" in got
+    for noise in ("Abkhaz", "Okonkwo", "January", "Window", "Nzorblat", "Strings", "Page"):
+        assert noise not in got
+    # without the filters the decoys would have qualified: "Abkhaz" is as concentrated as "Quokka"
+    from repoguard.suggest import _chunks
+    assert ("nzorblat", "title", None) not in list(_chunks("See \\Nzorblat."))
+    assert ("quokka", "title", None) in list(_chunks("Quokka pricing"))
+
+
+def test_authorship_silo_without_codeowners(make_repo):
+    """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people;
+    Alice, a minority of the whole history, is a silo."""
+    files = {f"web/v{i}.py": "X = 1\n" for i in range(3)} | {f"pay/p{i}.py": "X = 1\n" for i in range(3)}
+    repo = make_repo(files, message="init")
+    web = [(f"Dev{k} Web", f"dev{k}@example.com") for k in range(5)]
+    for n in range(20):
+        _commit_as(repo, "Alice Arden", "alice@example.com", {f"pay/p{n % 3}.py": f"X = {n + 10}\n"}, f"pay {n}")
+        for k in range(4):   # web/ is busier: Alice's 20 revisions are 13 % of the history's
+            _commit_as(repo, *web[(n + k) % 5], {f"web/v{i}.py": f"X = {n}, {k}, {i}\n" for i in range(3)},
+                       f"web {n} {k}")
+    got = {c["paths"][0]: c for c in suggest(GitRepo(repo), Config(path=None), kinds=("silo",))["candidates"]}
+    assert set(got) == {"pay/**"}
+    assert got["pay/**"]["metrics"]["insiders"] == ["alice@example.com"]
+    assert got["pay/**"]["metrics"]["closure"] == pytest.approx(20 / 23, abs=1e-3)  # file revisions; + 3 files by Test in init
+    assert got["pay/**"]["owners"] == [] and "no specific CODEOWNERS line" in got["pay/**"]["evidence"][0]

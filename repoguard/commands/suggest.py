@@ -13,6 +13,8 @@ def register(parser) -> None:
     add_json_flag(parser)
     parser.add_argument("--kinds", default="silo,codename,credential", metavar="KINDS",
                         help="comma-separated: silo, codename, credential (default: all)")
+    parser.add_argument("--all", action="store_true",
+                        help="show every codename candidate (default: the 20 best-ranked)")
 
 
 def run(args) -> int:
@@ -25,7 +27,7 @@ def run(args) -> int:
     bad = [k for k in kinds if k not in ("silo", "codename", "credential")]
     if bad:
         raise InputError(f"--kinds: unknown kind {bad[0]!r} (known: silo, codename, credential)")
-    result = suggest(repo, config, kinds=kinds)
+    result = suggest(repo, config, kinds=kinds, limit=None if args.all else 20)
     if args.json:
         print_json(result)
     else:
@@ -33,4 +35,6 @@ def run(args) -> int:
         covered = [c for c in result["candidates"] if c["covered_by"]]
         for c in covered:
             print(f"# already declared: {c['kind']} {c['id']} (covered by {', '.join(c['covered_by'])})")
+        if result["omitted"]:
+            print(f"# {result['omitted']} more codename candidates ranked lower: --all shows them")
     return 0
