@@ -145,7 +145,11 @@ def test_default_runs_differ_the_test_flag_reproduces_and_is_recorded(tmp_path, 
         assert report["randomness"] == "os-entropy" and report["insecure_reproducible"] is False
         assert {e["randomness"] for e in read_entries(t.parent / "ledger.jsonl")} == {"os-entropy"}
         # Published log: no batch statistics; the owner-only internal log has them.
-        assert all(set(json.loads(x)) == {"step", "lr"} for x in (t / "train_log.jsonl").read_text().splitlines())
+        # Held-out evaluations keep only their public slice (secret-tied slices stay internal).
+        for x in (t / "train_log.jsonl").read_text().splitlines():
+            row = json.loads(x)
+            assert {"step", "lr"} <= set(row) <= {"step", "lr", "eval", "eval_base"}
+            assert all(set(row[k]) == {"public"} for k in ("eval", "eval_base") if k in row)
         assert stat.S_IMODE((t / "internal").stat().st_mode) == 0o700
         assert stat.S_IMODE((t / "internal" / "steps.jsonl").stat().st_mode) == 0o600
         # Nothing under the output directory holds generator state once the run completed.
