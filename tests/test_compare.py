@@ -104,3 +104,7 @@ def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, 
     assert main(["compare", "--arms", "hush,bogus", str(repo)]) == 2
     err = capsys.readouterr().err
     assert "bogus" in err and "Traceback" not in err
+    # More steps than the plan's T would spend past the reported bounds: refused, one line.
+    assert main(["compare", "--steps", str(T + 1), str(repo)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"1..{T}" in err[0]

@@ -152,6 +152,11 @@ def test_default_runs_differ_the_test_flag_reproduces_and_is_recorded(tmp_path, 
             assert all(set(row[k]) == {"public"} for k in ("eval", "eval_base") if k in row)
         assert stat.S_IMODE((t / "internal").stat().st_mode) == 0o700
         assert stat.S_IMODE((t / "internal" / "steps.jsonl").stat().st_mode) == 0o600
+        pub = json.loads((t / "eval.json").read_text())
+        full = json.loads((t / "internal" / "eval.json").read_text())
+        assert all(set(h["slices"]) == {"public"} for h in pub["history"]) and set(pub["sets"]) == {"public"}
+        assert [h["slices"]["public"] for h in full["history"]] == [h["slices"]["public"] for h in pub["history"]]
+        assert stat.S_IMODE((t / "internal" / "eval.json").stat().st_mode) == 0o600
         # Nothing under the output directory holds generator state once the run completed.
         assert not (t / "checkpoints").exists()
         assert _holders(t.parent, _needles(d, plan.rho, plan.steps)) == []

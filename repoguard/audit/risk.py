@@ -147,7 +147,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
     from repoguard.training.data import default_redactor, tokenize
-    from repoguard.training.model import pick_device
+    from repoguard.training.model import limit_cpu_threads, pick_device
 
     if not samplers:
         raise InputError("risk: at least one sampler is needed")
@@ -158,7 +158,9 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     if list(inc.example_ids) != list(plan.example_ids):
         raise InputError(f"{out / 'plan'}: plan and incidence disagree on the examples; re-run `repoguard plan`")
     run_dir = Path(run_dir) if run_dir else Path(out) / "train"
-    run = load_trained_run(run_dir, device=pick_device(device), model_dir=model_dir or cfg.model or None)
+    dev = pick_device(device)
+    limit_cpu_threads(dev)
+    run = load_trained_run(run_dir, device=dev, model_dir=model_dir or cfg.model or None)
     _check_run(run, plan)
     corpus = load_corpus(out, root)
     by_id = {e.id: e for e in corpus.examples}

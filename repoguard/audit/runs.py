@@ -59,10 +59,12 @@ def train_pair(*, plan, texts: Sequence[str], public: Sequence[str], cfg, log_di
 
     Raises InputError (bad model dir, steps > T) like `repoguard train`."""
     from repoguard.training.data import tokenize
-    from repoguard.training.model import TinyConfig, apply_lora, build_tiny_model, load_model, pick_device
+    from repoguard.training.model import (TinyConfig, apply_lora, build_tiny_model, limit_cpu_threads, load_model,
+                                          pick_device)
     from repoguard.training.trainer import TrainSettings, train
 
     dev = pick_device(device)
+    limit_cpu_threads(dev)
     if cfg.model:
         base, tok = load_model(cfg.model, device=dev)
     else:

@@ -34,8 +34,9 @@ from repoguard.errors import InputError
 ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop", "no-dp")
 
 
-def arm_plan(name: str, base_plan, incidence, *, floor=None):
-    """(plan, private) for arm `name`, derived from `base_plan` (B, T, C, c, accountant, split).
+def arm_plan(name: str, base_plan, incidence, *, floor=None, ledger_spent=None, ledger_pairs=None):
+    """(plan, private) for arm `name`, derived from `base_plan` (B, T, C, c, accountant, split);
+    the LP-cap arms are calibrated against the same ledger spending as `base_plan`.
 
     Raises InputError for an unknown arm."""
     from repoguard.plan import Plan, build_plan
@@ -50,7 +51,8 @@ def arm_plan(name: str, base_plan, incidence, *, floor=None):
         from repoguard.evaluation.split import Split
         split = Split(test=test, files=(), fraction=0.0, min_files=0, salt="", digest=_digest(base_plan))
         p = build_plan(incidence, c=base_plan.c, cap=name.split("-")[1], accountant=base_plan.accountant,
-                       adjacency=base_plan.adjacency, holdout=split, floor=floor, **common)
+                       adjacency=base_plan.adjacency, holdout=split, floor=floor,
+                       ledger_spent=ledger_spent, ledger_pairs=ledger_pairs, **common)
         return p, True
     if name in ("uniform", "no-dp", "drop"):
         keep = train & (incidence.matrix.getnnz(axis=1) == 0) if name == "drop" else train
@@ -90,7 +92,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
-    from repoguard.training.model import TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model, load_model
+    from repoguard.training.model import (TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model,
+                                          limit_cpu_threads, load_model)
     from repoguard.training.trainer import TrainSettings, plan_fingerprint, train
 
     base_plan = load_plan(out)
@@ -100,6 +103,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor())
     device = torch.device("cpu")
+    limit_cpu_threads(device)
     if cfg.model:
         base, tok = load_model(cfg.model, device=device)
     else:
@@ -108,6 +112,14 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         base, tok = build_tiny_model(public, seed=cfg.seed, size=TinyConfig(max_position=max(512, cfg.max_length)))
     seqs = tokenize(texts, tok, max_length=cfg.max_length)
     total = steps or base_plan.steps
+    if not 1 <= total <= base_plan.steps:
+        # σ of every private arm is calibrated for the plan's T: more steps would spend more than
+        # the bounds the table reports.
+        raise InputError(f"--steps: must be in 1..{base_plan.steps} (the plan's T); "
+                         "re-plan with `repoguard plan --steps N` for longer arms")
+    from repoguard.accounting.ledger import spending
+
+    spent, pairs = spending(out / "ledger.jsonl")
     cdir = out / "compare"
     cdir.mkdir(parents=True, exist_ok=True)
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
@@ -124,7 +136,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                 doc["arms"][name] = old["result"]
                 continue
         t0 = time.perf_counter()
-        plan, private = arm_plan(name, base_plan, incidence, floor=floor)
+        plan, private = arm_plan(name, base_plan, incidence, floor=floor, ledger_spent=spent,
+                                 ledger_pairs=pairs)
         plan = replace(plan, steps=total) if total != plan.steps else plan
         model = apply_lora(copy.deepcopy(base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
                            targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)

@@ -5,6 +5,10 @@ trainer calls `begin` before its first step and `after` once per finished step; 
 `OUT/train/eval.json` (rewritten atomically after each evaluation) and, as "eval" / "eval_base"
 keys, onto those steps' lines of `train_log.jsonl`. A resumed run continues eval.json's history
 up to its checkpoint's step.
+
+For a published private run (`public_only`), the secret-tied held-out slices are functions of
+secret text that the accountant does not count: the full history goes to the owner-only
+`train/internal/eval.json`, and `train/eval.json` keeps the `public` slice alone.
 """
 from __future__ import annotations
 
@@ -28,10 +32,16 @@ class PeriodicEval:
         self.path: Path | None = None
         self._pending_base: dict | None = None
 
-    def begin(self, train_dir: str | Path, *, start: int, resume: bool) -> None:
+    def begin(self, train_dir: str | Path, *, start: int, resume: bool, public_only: bool = False) -> None:
         """Load the history a resumed run continues, else evaluate the model as it is (the base
-        model for a fresh run) and write eval.json."""
-        self.path = Path(train_dir) / "eval.json"
+        model for a fresh run, logged as "eval_base") and write eval.json."""
+        self.public_path = Path(train_dir) / "eval.json" if public_only else None
+        if public_only:
+            from repoguard.training.randomness import secure_dir
+
+            self.path = secure_dir(Path(train_dir) / "internal") / "eval.json"
+        else:
+            self.path = Path(train_dir) / "eval.json"
         self.history, self._pending_base = [], None
         if resume and self.path.is_file():
             try:
@@ -40,8 +50,10 @@ class PeriodicEval:
                 old = []
             self.history = [h for h in old if h.get("step", 1 << 62) <= start]
         if not self.history:
-            self._pending_base = self.evaluator()
-            self.history.append({"step": start, "slices": self._pending_base})
+            res = self.evaluator()
+            self.history.append({"step": start, "slices": res})
+            if start == 0:            # a resumed run without history scores its current model
+                self._pending_base = res
             self._write()
 
     @property
@@ -63,6 +75,16 @@ class PeriodicEval:
         return extra
 
     def _write(self) -> None:
-        atomic_write_json(self.path, {"version": 1, "history": self.history,
-                                      "base": self.history[0]["slices"], "final": self.history[-1]["slices"],
-                                      "final_step": self.history[-1]["step"], "sets": self.evaluator.info()})
+        atomic_write_json(self.path, _doc(self.history, self.evaluator.info()))
+        if self.public_path is not None:
+            pub = [{"step": h["step"], "slices": _public(h["slices"])} for h in self.history]
+            atomic_write_json(self.public_path, _doc(pub, _public(self.evaluator.info())))
+
+
+def _public(by_slice: dict) -> dict:
+    return {k: v for k, v in by_slice.items() if k == "public"}
+
+
+def _doc(history: list[dict], sets: dict) -> dict:
+    return {"version": 1, "history": history, "base": history[0]["slices"],
+            "final": history[-1]["slices"], "final_step": history[-1]["step"], "sets": sets}

@@ -63,6 +63,19 @@ def pick_device(spec: str = "auto"):
     return dev
 
 
+def limit_cpu_threads(device) -> None:
+    """One intra-op thread on the CPU unless OMP_NUM_THREADS says otherwise. The embedded model's
+    ops are tiny (64-wide): with torch's default of one thread per core every op paid a thread
+    hand-off, and on a shared 2-core machine (load 8) the spinning threads made 100 DP steps
+    take 186 s of CPU (issue 15; profile: every op 10–100× its single-thread cost)."""
+    import os
+
+    import torch
+
+    if str(device).startswith("cpu") and not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(1)
+
+
 def train_tokenizer(texts: Iterable[str], *, vocab_size: int):
     """Byte-level BPE (`tokenizers`) trained on `texts`, wrapped as a PreTrainedTokenizerFast with
     BOS `<s>`, EOS `</s>` and PAD `<pad>`. Deterministic for the same texts."""

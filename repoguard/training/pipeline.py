@@ -58,7 +58,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
     from repoguard.training.model import (TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model,
-                                          load_model, pick_device,
+                                          limit_cpu_threads, load_model, pick_device,
                                           save_base_model)
     from repoguard.training.trainer import TrainSettings, train
 
@@ -73,7 +73,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     dist = init_from_env()
     try:
         device = pick_device(opts.device)
-        _cpu_threads(device)
+        limit_cpu_threads(device)
         train_dir = out / "train"
         base_dir = train_dir / "base_model"
         if cfg.model:
@@ -114,19 +114,6 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
     return {**report, "adapter": str(train_dir / "adapter"),
             "base_model": str(base_dir) if not cfg.model else cfg.model}
-
-
-def _cpu_threads(device) -> None:
-    """One intra-op thread on the CPU unless OMP_NUM_THREADS says otherwise. The embedded model's
-    ops are tiny (64-wide): with torch's default of one thread per core every op paid a thread
-    hand-off, and on a shared 2-core machine (load 8) the spinning threads made 100 DP steps
-    take 186 s of CPU (issue 15; profile: every op 10–100× its single-thread cost)."""
-    import os
-
-    import torch
-
-    if str(device).startswith("cpu") and not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(1)
 
 
 def _evaluator(out: Path, model, tok, plan, texts, seqs, cfg: TrainingConfig):

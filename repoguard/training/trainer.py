@@ -258,7 +258,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         internal_fh = os.fdopen(fd, "a", encoding="utf-8")
     evals = evaluator if dist.is_main else None
     if evals is not None:
-        evals.begin(train_dir, start=start, resume=resume)
+        evals.begin(train_dir, start=start, resume=resume, public_only=split)
     elif dist.is_main and not resume:
         (train_dir / "eval.json").unlink(missing_ok=True)     # would describe another run
     if bar is not None:
