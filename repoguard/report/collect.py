@@ -137,6 +137,8 @@ def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
     files left out before weighting, by reason (corpus/excluded.json). Numbers the plan already
     carries (`plan.extra["retention"]`) are used as they are. Rows: the `limit` groups with the
     smallest retained share."""
+    from repoguard.evaluation.split import example_path
+
     given = plan.extra.get("retention") if isinstance(plan.extra.get("retention"), dict) else None
     w = dict(zip(plan.example_ids, (float(x) for x in plan.w)))
     per_secret = []
@@ -150,7 +152,7 @@ def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
     tied = inc.matrix.getnnz(axis=1)
     dirs: dict[str, dict] = {}
     for i, eid in enumerate(inc.example_ids):
-        path = eid.split("#", 1)[0]
+        path = example_path(eid)       # paths may hold "#"
         top = path.split("/", 1)[0] + "/" if "/" in path else "(root)"
         d = dirs.setdefault(top, {"directory": top, "examples": 0, "sum_w": 0.0, "tied": 0, "files_left_out": 0})
         d["examples"] += 1
