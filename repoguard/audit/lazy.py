@@ -69,7 +69,8 @@ def sampler_log_probs(logits, targets, sampler: Sampler):
 class Scores:
     """Per scored window: `logp[:, s]` = log P_S(span | context) in nats for sampler s (−inf =
     probability 0), and `loss` = mean next-token cross-entropy over the whole window (nats/token,
-    the training loss ℓ(θ, z) of `training.data.per_example_loss`). Shapes (n, S) and (n,)."""
+    the training loss ℓ(θ, z) of `training.data.per_example_loss`, from the same
+    `training.data.token_nll`). Shapes (n, S) and (n,)."""
 
     logp: np.ndarray
     loss: np.ndarray
@@ -88,42 +89,25 @@ def score_windows(model, windows: Sequence[np.ndarray], span_starts: Sequence[in
     Returns `Scores`. Raises ValueError for a window shorter than 2 or a start outside [1, len)."""
     import torch
 
-    from repoguard.progress import progress
-    from repoguard.training.data import collate
+    from repoguard.training.scoring import evaluating, teacher_forced
 
     n = len(windows)
     for w, s in zip(windows, span_starts):
         if len(w) < 2 or not 1 <= s < len(w):
             raise ValueError(f"span start {s} outside [1, {len(w)}) of a window")
-    device = next(model.parameters()).device
     logp = np.zeros((n, len(samplers)), dtype=np.float64)
     loss = np.zeros(n, dtype=np.float64)
-    order = np.argsort([len(w) for w in windows], kind="stable")     # similar lengths share a batch
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), progress(label, total=n) as advance:
-            for k in range(0, n, batch_size):
-                idx = order[k:k + batch_size]
-                batch = collate([np.asarray(windows[i], dtype=np.int64) for i in idx], pad_id=pad_id)
-                logits = model(input_ids=batch["input_ids"].to(device),
-                               attention_mask=batch["attention_mask"].to(device)).logits[:, :-1]
-                tgt = batch["labels"][:, 1:].to(device)
-                valid = tgt != -100
-                safe = tgt.clamp(min=0)
-                ce = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), safe, reduction="none")
-                ce = (ce * valid).sum(1) / valid.sum(1).clamp(min=1)
-                loss[idx] = ce.double().cpu().numpy()
-                if want_logp and samplers:
-                    # target position p predicts token p + 1: the span [s, len) is targets [s-1, len-1)
-                    starts = torch.tensor([span_starts[i] - 1 for i in idx], device=device)
-                    pos = torch.arange(tgt.shape[1], device=device)
-                    in_span = valid & (pos[None, :] >= starts[:, None])
-                    for j, smp in enumerate(samplers):
-                        lp = sampler_log_probs(logits, safe, smp).double()
-                        lp = torch.where(in_span, lp, torch.zeros_like(lp))
-                        logp[idx, j] = lp.sum(1).cpu().numpy()
-                advance(len(idx))
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for b in teacher_forced(model, windows, pad_id=pad_id, batch_size=batch_size, label=label):
+            idx = b.rows
+            loss[idx] = (b.nll.sum(1) / b.valid.sum(1).clamp(min=1)).double().cpu().numpy()
+            if want_logp and samplers:
+                # target position p predicts token p + 1: the span [s, len) is targets [s-1, len-1)
+                starts = torch.tensor([span_starts[i] - 1 for i in idx], device=b.valid.device)
+                pos = torch.arange(b.valid.shape[1], device=b.valid.device)
+                in_span = b.valid & (pos[None, :] >= starts[:, None])
+                for j, smp in enumerate(samplers):
+                    lp = sampler_log_probs(b.logits, b.targets, smp).double()
+                    lp = torch.where(in_span, lp, torch.zeros_like(lp))
+                    logp[idx, j] = lp.sum(1).cpu().numpy()
     return Scores(logp=logp, loss=loss)

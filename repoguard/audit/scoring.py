@@ -20,31 +20,13 @@ def log_perplexity(model, tokenizer, texts: Sequence[str], *, batch_size: int = 
 
     [Carlini et al. 2019 §4, the log-perplexity of a candidate sequence.] Batched with right
     padding (a causal model's outputs on real tokens do not depend on right padding)."""
-    import torch
-    import torch.nn.functional as F
-
-    from repoguard.progress import progress
-    from repoguard.training.data import collate
+    from repoguard.training.scoring import evaluating, teacher_forced
 
     ids = encode(texts, tokenizer)
-    device = next(model.parameters()).device
     out = np.empty(len(ids), dtype=np.float64)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), progress("score", total=len(ids)) as advance:
-            for k in range(0, len(ids), batch_size):
-                batch = collate([np.asarray(x, dtype=np.int64) for x in ids[k:k + batch_size]],
-                                pad_id=tokenizer.pad_token_id)
-                logits = model(input_ids=batch["input_ids"].to(device),
-                               attention_mask=batch["attention_mask"].to(device)).logits.float()
-                tgt = batch["labels"][:, 1:].to(device)
-                nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tgt.reshape(-1),
-                                      reduction="none", ignore_index=-100).view(tgt.shape)
-                out[k:k + len(tgt)] = (nll.sum(dim=1) / math.log(2)).double().cpu().numpy()
-                advance(len(tgt))
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for b in teacher_forced(model, ids, pad_id=tokenizer.pad_token_id, batch_size=batch_size, label="score"):
+            out[b.rows] = (b.nll.sum(dim=1) / math.log(2)).double().cpu().numpy()
     return out
 
 
@@ -56,20 +38,16 @@ def greedy_continuations(model, prefixes: np.ndarray, *, m: int, pad_id: int, ba
     import torch
 
     from repoguard.progress import progress
+    from repoguard.training.scoring import evaluating
 
     device = next(model.parameters()).device
     prefixes = np.asarray(prefixes, dtype=np.int64)
     out = np.empty((prefixes.shape[0], m), dtype=np.int64)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), progress("greedy decoding", total=prefixes.shape[0]) as advance:
-            for k in range(0, prefixes.shape[0], batch_size):
-                x = torch.from_numpy(prefixes[k:k + batch_size]).to(device)
-                gen = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=m,
-                                     min_new_tokens=m, do_sample=False, pad_token_id=pad_id)
-                out[k:k + x.shape[0]] = gen[:, x.shape[1]:].cpu().numpy()
-                advance(x.shape[0])
-    finally:
-        model.train(was_training)
+    with evaluating(model), progress("greedy decoding", total=prefixes.shape[0]) as advance:
+        for k in range(0, prefixes.shape[0], batch_size):
+            x = torch.from_numpy(prefixes[k:k + batch_size]).to(device)
+            gen = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=m,
+                                 min_new_tokens=m, do_sample=False, pad_token_id=pad_id)
+            out[k:k + x.shape[0]] = gen[:, x.shape[1]:].cpu().numpy()
+            advance(x.shape[0])
     return out

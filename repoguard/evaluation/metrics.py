@@ -125,16 +125,11 @@ def evaluate(model, es: EvalSet, *, pad_id: int, tokenizer, micro_batch_size: in
     """Score `model` on `es`. Returns name → {loss (nats/token), perplexity, accuracy,
     exact_match (None without lines), examples, tokens, lines}. The model is put in eval mode
     and restored; no gradient is computed (and Opacus hooks, which need grad mode, stay idle)."""
-    import torch
+    from repoguard.training.scoring import evaluating
 
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            per_row = _token_stats(model, es, pad_id=pad_id, micro_batch_size=micro_batch_size)
-            hits = [_complete(model, t, tokenizer, max_new_tokens) == t.target for t in es.tasks]
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        per_row = _token_stats(model, es, pad_id=pad_id, micro_batch_size=micro_batch_size)
+        hits = [_complete(model, t, tokenizer, max_new_tokens) == t.target for t in es.tasks]
     out = {}
     for name, rows in es.slices.items():
         ce = sum(per_row[int(r)][0] for r in rows)
@@ -151,27 +146,14 @@ def evaluate(model, es: EvalSet, *, pad_id: int, tokenizer, micro_batch_size: in
 
 def _token_stats(model, es: EvalSet, *, pad_id: int, micro_batch_size: int) -> dict[int, tuple[float, int, int]]:
     """row → (summed cross-entropy in nats, target tokens, correct top-1 predictions)."""
-    import torch
-    import torch.nn.functional as F
+    from repoguard.training.scoring import teacher_forced
 
-    from repoguard.training.data import collate
-
-    device = next(model.parameters()).device
-    rows = sorted(es.seqs, key=lambda r: len(es.seqs[r]))
+    rows = sorted(es.seqs)
     out = {}
-    for k in range(0, len(rows), micro_batch_size):
-        chunk = rows[k:k + micro_batch_size]
-        batch = collate([es.seqs[r] for r in chunk], pad_id=pad_id)
-        logits = model(input_ids=batch["input_ids"].to(device),
-                       attention_mask=batch["attention_mask"].to(device), use_cache=False).logits.float()
-        tgt = batch["labels"][:, 1:].to(device)
-        lg = logits[:, :-1]
-        ce = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), tgt.reshape(-1), reduction="none",
-                             ignore_index=-100).view(tgt.shape)
-        valid = tgt != -100
-        correct = (lg.argmax(-1) == tgt) & valid
-        for i, r in enumerate(chunk):
-            out[r] = (float(ce[i][valid[i]].sum()), int(valid[i].sum()), int(correct[i].sum()))
+    for b in teacher_forced(model, [es.seqs[r] for r in rows], pad_id=pad_id, batch_size=micro_batch_size):
+        correct = (b.logits.argmax(-1) == b.targets) & b.valid
+        for i, k in enumerate(b.rows):
+            out[rows[k]] = (float(b.nll[i].sum()), int(b.valid[i].sum()), int(correct[i].sum()))
     return out
 
 

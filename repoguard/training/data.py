@@ -95,16 +95,29 @@ def collate(seqs: Sequence[np.ndarray], *, pad_id: int):
     return {"input_ids": ids_t, "attention_mask": mask_t, "labels": labels}
 
 
-def per_example_loss(logits, labels):
-    """Mean next-token cross-entropy of each sequence: shape (n,), in nats per token.
+def token_nll(logits, labels):
+    """Per-token teacher-forced cross-entropy with padding masked.
 
-    logits (n, L, V), labels (n, L) with -100 where there is no target. A sequence without
-    targets gets loss 0 (and so a zero gradient)."""
+    Args:
+        logits: (n, L, V) tensor, any float dtype (computed in float32); position t predicts t + 1.
+        labels: (n, L) int64, -100 where there is no token (padding), as `collate` makes them.
+    Returns:
+        (nll, valid): nll (n, L-1) float32 in nats, nll[i, t] = −log softmax(logits[i, t])[labels[i, t+1]],
+        exactly 0 where labels[i, t+1] == -100; valid (n, L-1) bool, True where there is a target.
+        Differentiable in `logits`.
+    """
     import torch.nn.functional as F
 
     n, length, vocab = logits.shape
     tgt = labels[:, 1:]
-    tok = F.cross_entropy(logits[:, :-1].float().reshape(-1, vocab), tgt.reshape(-1),
+    nll = F.cross_entropy(logits[:, :-1].float().reshape(-1, vocab), tgt.reshape(-1),
                           reduction="none", ignore_index=-100).view(n, length - 1)
-    count = (tgt != -100).sum(dim=1)
-    return tok.sum(dim=1) / count.clamp(min=1)
+    return nll, tgt != -100
+
+
+def per_example_loss(logits, labels):
+    """Mean next-token cross-entropy of each sequence: shape (n,), in nats per token (the mean of
+    `token_nll` over each sequence's targets). Shapes as `token_nll`. A sequence without targets
+    (fewer than 2 tokens) gets loss 0, and so a zero gradient."""
+    nll, valid = token_nll(logits, labels)
+    return nll.sum(dim=1) / valid.sum(dim=1).clamp(min=1)
