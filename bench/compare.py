@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import sys
 import tempfile
@@ -23,14 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _fixture(dest: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("build_monorepo", ROOT / "fixtures" / "build_monorepo.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["build_monorepo"] = mod
-    spec.loader.exec_module(mod)
-    return Path(mod.build(dest))
+sys.path.insert(0, str(ROOT / "fixtures"))     # repo_tools: the fixture builder, shared with tests/
 
 
 def main(argv=None) -> int:
@@ -48,6 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the compare document here")
     args = ap.parse_args(argv)
 
+    from repo_tools import build
     from repoguard.cli import main as cli
     from repoguard.config import load_config
     from repoguard.evaluation.compare import format_table, run_compare
@@ -55,7 +48,7 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rg-compare-") as tmp:
-        repo = args.repo.resolve() if args.repo else _fixture(Path(tmp) / "monorepo")
+        repo = args.repo.resolve() if args.repo else build(Path(tmp) / "monorepo")
         out = Path(tmp) / "out"
         if cli(["analyze", "-q", "--out", str(out), str(repo)]) != 0:
             return 1

@@ -1,7 +1,7 @@
 """The at-risk ranking on the fixture monorepo, --no-dp vs DP (the README's tables).
 
 Builds the fixture, commits a canary line at the top of every file of the test secret of
-tests/audit_helpers.py (trading/alpha/, services/risk/, libs/pricing/: 21 examples), pretrains
+fixtures/audit_setup.py (trading/alpha/, services/risk/, libs/pricing/: 21 examples), pretrains
 the tiny base on held-out public files (reports/, analytics/, tools/ *.py, left out of the
 corpus), trains a --no-dp run (lr 1e-2) and a DP run (σ from the accountant, lr 1e-3) for 200
 steps on the same plan, and prints the head of each run's risk table. Usage:
@@ -16,26 +16,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "fixtures"))     # repo_tools, audit_setup (shared with tests/)
 
 
 def main() -> None:
-    import importlib.util
-
-    from audit_helpers import SECRET, one_thread, prepare_out, pretrained_public_base, training_config
-    from conftest import git
+    from audit_setup import (HELD_OUT, LR, SECRET, K, M, one_thread, plant_canary, prepare_out,
+                             pretrained_public_base, training_config)
+    from repo_tools import build, git
     from repoguard.audit.risk import run_risk_audit, table_lines
     from repoguard.training.data import default_redactor
     from repoguard.training.pipeline import RunOptions, run_training
-    from test_risk import HELD_OUT, K, LR, M, _plant
 
     work = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="risk-demo-"))
-    spec = importlib.util.spec_from_file_location("build_monorepo", ROOT / "fixtures" / "build_monorepo.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["build_monorepo"] = mod
-    spec.loader.exec_module(mod)
-    repo = Path(mod.build(work / "monorepo"))
-    _plant(repo)
+    repo = build(work / "monorepo")
+    plant_canary(repo)
     held = [p for p in git(repo, "ls-files").split("\n") if p.startswith(HELD_OUT) and p.endswith(".py")]
     red = default_redactor()
     base = pretrained_public_base([red((repo / p).read_text(), p)[0] for p in held], work / "base",

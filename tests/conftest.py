@@ -1,29 +1,22 @@
 """Shared fixtures: the fixture monorepo, built once per session by fixtures/build_monorepo.py."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures"))     # repo_tools, audit_setup: shared with bench/
 
-
-def _builder():
-    spec = importlib.util.spec_from_file_location("build_monorepo", ROOT / "fixtures" / "build_monorepo.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["build_monorepo"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from repo_tools import builder, git  # noqa: E402,F401  (tests import `git` from conftest)
 
 
 @pytest.fixture(scope="session")
 def monorepo_module():
     """The fixture builder module: its ground-truth constants (PLANTED_CREDENTIALS, …)."""
-    return _builder()
+    return builder()
 
 
 @pytest.fixture(scope="session")
@@ -41,16 +34,6 @@ def fixture_repo_copy(fixture_repo, tmp_path) -> Path:
     dest = tmp_path / "monorepo"
     shutil.copytree(fixture_repo, dest, symlinks=True)
     return dest
-
-
-def git(repo: Path, *args: str, env: dict | None = None) -> str:
-    """Run git in `repo` with a fixed identity; returns stdout. Raises on failure."""
-    import os
-
-    e = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-         "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-         "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
-    return subprocess.run(["git", *args], cwd=repo, env=e, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture

@@ -15,24 +15,11 @@ import shutil
 import numpy as np
 import pytest
 
-from audit_helpers import PREFIXES, SECRET, one_thread, prepare_out, pretrained_public_base, training_config
+from audit_setup import (CANARY, HELD_OUT, LR, PREFIXES, SECRET, K, M, one_thread, plant_canary, prepare_out,
+                         pretrained_public_base, training_config)
 from conftest import git
 
-CANARY = 'ALPHA_SIGNAL_KEY = "7c3e91b04d"'
-K, M = 4, 16
-LR = {"no-dp": 1e-2, "dp": 1e-3}   # DP noise at the --no-dp rate wrecks the pretrained base
-HELD_OUT = ("reports/", "analytics/", "tools/")
-
 _RUNS: dict = {}
-
-
-def _plant(repo) -> list[str]:
-    files = [p for p in git(repo, "ls-files").split("\n") if p.startswith(PREFIXES)]
-    for p in files:
-        f = repo / p
-        f.write_text(CANARY + "\n" + f.read_text())
-    git(repo, "commit", "-qam", "plant a canary in the test secret's files")
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +31,7 @@ def runs(fixture_repo, tmp_path_factory):
         base = tmp_path_factory.mktemp("risk")
         repo = base / "monorepo"
         shutil.copytree(fixture_repo, repo, symlinks=True)
-        files = _plant(repo)
+        files = plant_canary(repo)
         # Held-out public files: never training examples (excluded from the corpus); the base is
         # pretrained on them, as a real base knows public code (licence headers, idioms) but
         # never saw the run's examples.
