@@ -131,12 +131,22 @@ def test_calibration_model_never_trained_on_the_examples(runs):
 
 
 @pytest.mark.slow
-def test_no_credential_text_in_any_output(runs, monorepo_module, capsys):
+def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeypatch):
     """Credential examples are scored on their pre-redaction text, yet no output file (JSON, NPZ,
-    report) and no command output holds any planted credential's value."""
+    report) and no command output holds any planted credential's value. With --sample, only the
+    scored examples are redacted (a spy around the real redactor counts them)."""
+    import repoguard.training.data as data
     from repoguard.cli import main
     from repoguard.report import build_report
 
+    redacted = []
+    real = data.default_redactor
+
+    def spy():
+        red = real()
+        return lambda text, path: (redacted.append(path), red(text, path))[1]
+
+    monkeypatch.setattr(data, "default_redactor", spy)
     out = runs["outs"]["no-dp"]
     capsys.readouterr()
     with one_thread():
@@ -144,14 +154,18 @@ def test_no_credential_text_in_any_output(runs, monorepo_module, capsys):
                      "-m", str(M), "--json", "--label", "cli", "--sample", "10", "--device", "cpu"]) == 0
     printed = capsys.readouterr().out
     doc = json.loads(printed)
-    assert doc["n_credential_windows"] >= 10 and doc["n_credential_examples"] >= 8
-    assert doc["sample"]["untied_scored"] == 10
-    assert any(t["kind"] == "credential" for t in doc["secrets"])
+    assert doc["sample"]["untied_scored"] == 10 and doc["sample"]["untied_total"] > 100
+    assert len(redacted) == doc["n_tied"] + 10 == doc["n_scored_examples"] < doc["n_examples"] / 3
     assert (out / "audit" / "risk-cli.json").is_file() and (out / "audit" / "risk-cli.npz").is_file()
+    redacted.clear()
     with one_thread():
         assert main(["audit", "risk", str(runs["repo"]), "--out", str(out), "--max-length", "32", "-k", str(K),
                      "-m", str(M), "--device", "cpu"]) == 0
     printed += capsys.readouterr().err
+    doc = json.loads((out / "audit" / "risk.json").read_text())
+    assert len(redacted) == doc["n_examples"] == doc["n_scored_examples"]
+    assert doc["n_credential_windows"] >= 10 and doc["n_credential_examples"] >= 8
+    assert any(t["kind"] == "credential" for t in doc["secrets"])
     build_report(out)
     html = (out / "report" / "report.html").read_text()
     assert 'id="risk"' in html and "<script" not in html and "At-risk examples" in html

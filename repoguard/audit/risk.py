@@ -30,6 +30,10 @@ rule id and a prefix of the *redacted* text, never credential text.
 
 Which examples: every example tied to a secret, every example that held a credential, and the
 examples tied to no secret (all, or a seeded sample of `sample` of them, stated in the output).
+With `sample`, only the scored examples are read and redacted: the tied ones (an `analyze` with
+the credentials analyzer ties every credential's examples to a credential secret) and the sample
+drawn among the others; a credential the redaction finds in a sampled example still gets its
+window, but an untied, unsampled example is never scanned.
 
 Outputs (`dest`, default `OUT/audit/risk.json`, format version 1): settings, the calibration
 model, per-secret tables (worst `per_secret` windows first), the global top, scatter points; and
@@ -166,23 +170,31 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     by_id = {e.id: e for e in corpus.examples}
     redactor = default_redactor()
     n = len(plan.example_ids)
-    raw, red, findings = [], [], []
-    for eid in plan.example_ids:
+    csr = inc.matrix.tocsr()
+    tied = np.diff(csr.indptr) > 0
+    pool = np.flatnonzero(~tied)
+    if sample is None:
+        todo = np.arange(n)
+    else:   # redact only what is scored: the tied examples (credential secrets included) + the sample
+        if sample < pool.size:
+            pool = np.sort(np.random.default_rng(seed).choice(pool, size=sample, replace=False))
+        todo = np.union1d(np.flatnonzero(tied), pool).astype(int)
+    raw: dict[int, str] = {}
+    red: dict[int, str] = {}
+    findings: dict[int, list] = {}
+    for i in todo:
+        eid = plan.example_ids[i]
         ex = by_id.get(eid)
         if ex is None:
             raise InputError(f"{out / 'plan'}: example {eid!r} is not in the corpus; re-run `repoguard plan`")
         text = corpus.text(ex)
         r, fs = redactor(text, ex.path)
-        raw.append(text)
-        red.append(r)
-        findings.append([f for f in fs if f.end > f.start])
-    csr = inc.matrix.tocsr()
-    tied = np.diff(csr.indptr) > 0
-    has_cred = np.array([bool(f) for f in findings])
+        raw[int(i)], red[int(i)] = text, r
+        findings[int(i)] = [f for f in fs if f.end > f.start]
+    has_cred = np.zeros(n, dtype=bool)
+    has_cred[[i for i, fs in findings.items() if fs]] = True
     must = np.flatnonzero(tied | has_cred)
-    rest = np.flatnonzero(~(tied | has_cred))
-    if sample is not None and sample < rest.size:
-        rest = np.sort(np.random.default_rng(seed).choice(rest, size=sample, replace=False))
+    rest = np.setdiff1d(todo, must)
     rows = np.union1d(must, rest).astype(int)
 
     tok = run.tokenizer
@@ -256,7 +268,10 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
         "n_examples": n, "n_scored_examples": int(len({w.row for w in windows})), "n_windows": len(windows),
         "n_tied": int(tied.sum()), "n_credential_examples": int(has_cred.sum()),
         "n_credential_windows": int(sum(w.kind == "credential" for w in windows)),
-        "sample": {"untied_scored": int(rest.size), "untied_total": int((~(tied | has_cred)).sum()),
+        # with a sample: the draw among untied examples (a drawn one holding a credential is
+        # scored with its credential windows) out of all untied ones, none of them scanned
+        "sample": {"untied_scored": int(rest.size) if sample is None else int(pool.size),
+                   "untied_total": int((~(tied | has_cred)).sum()) if sample is None else int((~tied).sum()),
                    "seed": seed if sample is not None else None},
         "top": [row_json(int(q)) for q in order[:per_secret]],
         "secrets": tables, "points": points,

@@ -60,7 +60,8 @@ def register(parser) -> None:
     a("--temperature", type=float, default=0.7, help="the temperature sampler's τ (default 0.7)")
     a("--top-k", type=int, default=40, help="the top-k sampler's k (default 40)")
     a("--sample", type=int, default=None, metavar="N",
-      help="score N examples tied to no secret (default all; tied and credential examples are always scored)")
+      help="score N examples tied to no secret (default all); tied examples, credential ones included, "
+           "are always scored, and only the scored examples are read and redacted")
     a("--per-secret", type=int, default=10, metavar="N", help="rows kept per secret (default 10)")
     a("--label", default=None, help="write OUT/audit/risk-LABEL.json instead of risk.json")
     a("--max-length", type=int, default=None, metavar="N", help="tokens per example (default: [training])")
