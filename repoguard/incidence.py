@@ -48,7 +48,9 @@ class Evidence:
     """Why a file carries a secret. `analyzer` is one of ANALYZERS; `reason` is one readable line
     ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties;
     `span`, when set (a credential's byte range), narrows the tie to the examples whose text
-    overlaps it instead of every example of the file."""
+    overlaps it instead of every example of the file. `selector`, when set, is the declared
+    selector that made the tie, as written in repoguard.toml (the codename of a `codenames` row),
+    so code never has to parse `reason`."""
 
     path: str
     secret_id: str
@@ -56,6 +58,7 @@ class Evidence:
     reason: str
     chain: tuple[str, ...] = ()
     span: tuple[int, int] | None = None  # bytes [start, end) of the file holding the secret; None: all of it
+    selector: str | None = None
 
 
 @dataclass
@@ -144,6 +147,7 @@ def save_incidence(inc: Incidence, out_dir: str | Path) -> Path:
             "chain": pa.array([list(e.chain) for e in inc.evidence], type=pa.list_(pa.string())),
             "span_start": pa.array([e.span[0] if e.span else None for e in inc.evidence], type=pa.int64()),
             "span_end": pa.array([e.span[1] if e.span else None for e in inc.evidence], type=pa.int64()),
+            "selector": pa.array([e.selector for e in inc.evidence], type=pa.string()),
         })
         pq.write_table(table, tmp / "evidence.parquet")
         atomic_write_json(tmp / "summary.json", {"format_version": FORMAT_VERSION, **inc.summary})
@@ -170,8 +174,9 @@ def load_incidence(out_dir: str | Path) -> Incidence:
     n = len(t["path"])
     spans = [None if a is None or b is None else (a, b)  # absent in artefacts written before spans
              for a, b in zip(t.get("span_start", [None] * n), t.get("span_end", [None] * n))]
-    evidence = [Evidence(p, s, a, r, tuple(c or ()), sp_) for p, s, a, r, c, sp_ in
-                zip(t["path"], t["secret_id"], t["analyzer"], t["reason"], t["chain"], spans)]
+    selectors = t.get("selector", [None] * n)      # absent in artefacts written before selectors
+    evidence = [Evidence(p, s, a, r, tuple(c or ()), sp_, sel) for p, s, a, r, c, sp_, sel in
+                zip(t["path"], t["secret_id"], t["analyzer"], t["reason"], t["chain"], spans, selectors)]
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
     return Incidence(example_ids=ids, secrets=[Secret(**s) for s in meta["secrets"]], matrix=m,
                      evidence=evidence, summary=summary)

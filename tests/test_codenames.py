@@ -1,6 +1,8 @@
 """Codename mentions: comments, docstrings, strings, docs and commit messages; identifiers split."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from analyzer_helpers import commit, make_repo
 
@@ -97,3 +99,34 @@ def test_codename_max_changeset_must_be_positive():
 def _head(root):
     import subprocess
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+
+
+def test_unmatched_reads_the_codename_of_each_row_not_its_reason(tmp_path):
+    """Two codenames of one secret, each mentioned only in the message of a different commit
+    touching the same file: each gets its own evidence row carrying the codename as `selector`,
+    so neither is reported unmatched (a row per (file, secret) kept only the first codename, and
+    the second was warned about as "mentioned in no commit message")."""
+    from repoguard.analyzers.unmatched import unmatched
+
+    root = tmp_path / "r"
+    make_repo(root, {"seed.py": "S = 1\n"})
+    commit(root, {"x.py": "X = 1\n"}, "Bluefin: tune thresholds")
+    commit(root, {"x.py": "X = 2\n"}, "Harbor launch prep")
+    repo = GitRepo(root)
+    cfg = parse_config(CONFIG)
+    corpus = build_corpus(repo, cfg.corpus)
+    ev = list(codenames.analyze(repo, corpus, cfg))
+    assert sorted((e.path, e.selector) for e in ev) == [("x.py", "Bluefin"), ("x.py", "Harbor")]
+    problems = unmatched(repo, corpus, cfg, ev, ["codenames"])["alpha"]
+    assert not any("'Bluefin'" in p or "'Harbor'" in p for p in problems)
+    assert any("'Project Kestrel' is mentioned in no file" in p for p in problems)
+    # the selector is what counts: the same rows with a reworded reason still match
+    reworded = [dataclasses.replace(e, reason="(reworded)") for e in ev]
+    assert unmatched(repo, corpus, cfg, reworded, ["codenames"])["alpha"] == problems
+    # and the selector survives the incidence artefact
+    from repoguard.analyze import declared_secrets
+    from repoguard.incidence import build_incidence, load_incidence, save_incidence
+
+    inc = build_incidence(corpus.example_ids(), corpus.file_examples, declared_secrets(cfg), ev, corpus.examples)
+    save_incidence(inc, tmp_path / "out")
+    assert sorted(e.selector for e in load_incidence(tmp_path / "out").evidence) == ["Bluefin", "Harbor"]

@@ -230,23 +230,24 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
         for sid, name, line in hits[path]:
             if path in own[sid]:
                 continue  # the secret's own files: `declared` ties them already
-            yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}")
+            yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}", selector=name)
     if commit_messages:
         yield from _commit_messages(repo, matcher, set(files), own, config.analyzers.codename_max_changeset)
 
 
 def _commit_messages(repo, matcher: Matcher, files: set[str], own: dict, max_changeset: int) -> Iterator[Evidence]:
     """Evidence for files touched by a commit of at most `max_changeset` files whose message
-    mentions a codename (module doc), citing the oldest such commit."""
+    mentions a codename (module doc): one row per (file, secret, codename), citing the oldest
+    such commit."""
     hist = load_history(repo)
-    first: dict[tuple[str, str], tuple[str, str]] = {}
+    first: dict[tuple[str, str, str], str] = {}
     for c in reversed(hist.commits):  # oldest first: cite the commit that introduced the name
         if len(c.paths) > max_changeset:
             continue
         found = {(sid, name) for sid, name, _ in matcher.find(c.message)}
         for sid, name in sorted(found):
             for p in c.paths:
-                if p in files and p not in own[sid] and (p, sid) not in first:
-                    first[(p, sid)] = (c.sha, name)
-    for (p, sid), (sha, name) in sorted(first.items()):
-        yield Evidence(p, sid, NAME, f"commit {sha[:10]} touching it mentions codename {name!r}")
+                if p in files and p not in own[sid] and (p, sid, name) not in first:
+                    first[(p, sid, name)] = c.sha
+    for (p, sid, name), sha in sorted(first.items()):
+        yield Evidence(p, sid, NAME, f"commit {sha[:10]} touching it mentions codename {name!r}", selector=name)

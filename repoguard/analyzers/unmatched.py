@@ -22,14 +22,11 @@ def unmatched(repo, corpus, config, evidence: Iterable, names: Sequence[str]) ->
     paths: each glob against every file the corpus saw (kept or left out); owners (when the
     ownership analyzer ran and the secret propagates to owners): each owner against the owners
     CODEOWNERS names; codenames (when the codenames analyzer ran): each codename against the
-    codename evidence (mentions outside the secret's own files, and commit messages)."""
+    codenames its evidence rows carry as `selector` (mentions outside the secret's own files, and
+    commit messages)."""
     kept = list(corpus.file_examples)
     left_out = [e.path for e in corpus.excluded]
-    mentioned: dict[str, str] = {}
-    for e in evidence:
-        if e.analyzer == "codenames":
-            mentioned.setdefault(e.secret_id, "")
-            mentioned[e.secret_id] += "\0" + e.reason
+    mentioned = {(e.secret_id, e.selector) for e in evidence if e.analyzer == "codenames"}
     named: set[str] | None = None
     if "ownership" in names and any(s.owners and s.propagate.owners for s in config.secrets):
         from repoguard.analyzers import codeowners
@@ -52,9 +49,8 @@ def unmatched(repo, corpus, config, evidence: Iterable, names: Sequence[str]) ->
                 if o.lower() not in named and not ("@" in o and not o.startswith("@") and s.propagate.authors):
                     problems.append(f"owner {o!r} is named by no CODEOWNERS rule")
         if "codenames" in names and s.propagate.codenames:
-            text = mentioned.get(s.id, "")
             for name in s.codenames:
-                if repr(name) not in text:
+                if (s.id, name) not in mentioned:
                     problems.append(f"codename {name!r} is mentioned in no file outside its paths "
                                     "and no commit message")
         if problems:
