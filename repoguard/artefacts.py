@@ -27,6 +27,16 @@ from typing import Any, Iterator
 FORMAT_VERSION = 1
 
 
+def user_cache_dir() -> Path:
+    """The per-user cache of derived, rebuildable data (compiled rule databases, the stdlib
+    lexicon): `$REPOGUARD_CACHE_DIR`, else `$REPOGUARD_CACHE` (the older name), else
+    `$XDG_CACHE_HOME/repoguard`, else `~/.cache/repoguard`. Not created here."""
+    env = os.environ.get("REPOGUARD_CACHE_DIR") or os.environ.get("REPOGUARD_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "repoguard"
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` via a temporary file in the same directory and `os.replace`."""
     path = Path(path)

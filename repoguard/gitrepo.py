@@ -30,7 +30,7 @@ SYMLINK_MODE = "120000"
 # Separators for the log format: ASCII record/unit separators never occur in git metadata we read.
 _REC = "\x1e"
 _UNIT = "\x1f"
-_LOG_FORMAT = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI", "%B"]) + _UNIT
+_LOG_FORMAT = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI", "%cn", "%ce", "%B"]) + _UNIT
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Commit:
-    """One commit from `git log`: dates are ISO-8601 strings with offset (`%aI`, `%cI`)."""
+    """One commit from `git log`: dates are ISO-8601 strings with offset (`%aI`, `%cI`);
+    `committer_name`/`committer_email` are filled by `iter_commits` ("" from `iter_patches`)."""
 
     sha: str
     parents: tuple[str, ...]
@@ -69,6 +70,8 @@ class Commit:
     committer_date: str
     message: str
     changes: tuple[Change, ...] = ()
+    committer_name: str = ""
+    committer_email: str = ""
 
     @property
     def is_merge(self) -> bool:
@@ -192,8 +195,7 @@ class GitRepo:
 
     def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell)."""
-        with open(self.root / path, "rb") as fh:
-            return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        return _read_file(self.root / path, max_bytes)
 
     # -- blobs ----------------------------------------------------------------------------------
     def read_blob(self, sha: str) -> bytes:
@@ -364,8 +366,8 @@ class PlainDir:
         return files
 
     def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        with open(self.root / path, "rb") as fh:
-            return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell)."""
+        return _read_file(self.root / path, max_bytes)
 
 
 def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo | PlainDir:
@@ -380,6 +382,12 @@ def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo 
 
 
 # -- parsers ------------------------------------------------------------------------------------
+def _read_file(path: Path, max_bytes: int | None) -> bytes:
+    """Bytes of `path`, at most `max_bytes` + 1 (so a caller can tell the file was longer)."""
+    with open(path, "rb") as fh:
+        return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+
+
 def _read_records(stream: IO[bytes], chunk_size: int = 1 << 16) -> Iterator[str]:
     """Split a byte stream on the record separator; yields decoded records (without it)."""
     buf = b""
@@ -400,14 +408,14 @@ def _read_records(stream: IO[bytes], chunk_size: int = 1 << 16) -> Iterator[str]
 
 def _parse_log(records: Iterable[str]) -> Iterator[Commit]:
     for rec in records:
-        fields = rec.split(_UNIT, 7)
-        if len(fields) < 8:
+        fields = rec.split(_UNIT, 9)
+        if len(fields) < 10:
             continue
-        sha, parents, an, ae, ad, cd, msg, rest = fields
+        sha, parents, an, ae, ad, cd, cn, ce, msg, rest = fields
         yield Commit(
             sha=sha, parents=tuple(parents.split()), author_name=an, author_email=ae,
             author_date=ad, committer_date=cd, message=msg.rstrip("\n"),
-            changes=tuple(_parse_name_status(rest)),
+            changes=tuple(_parse_name_status(rest)), committer_name=cn, committer_email=ce,
         )
 
 

@@ -67,9 +67,7 @@ def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revis
     if co is None:
         return []
     hist = load_history(repo)
-    total_by_author: Counter = Counter()
-    for c in hist.revisions.values():
-        total_by_author.update(c)
+    total_by_author = hist.author_totals()
     decided: dict[int, list[str]] = defaultdict(list)
     for path in files:
         rule = co.match(path)
@@ -79,9 +77,7 @@ def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revis
     out = []
     for line, fs in sorted(decided.items()):
         rule = rules[line]
-        revs: Counter = Counter()
-        for p in fs:
-            revs.update(hist.revisions.get(p, {}))
+        revs = hist.revisions_of(fs)
         n = sum(revs.values())
         if n < min_revisions or len(revs) > max_authors:
             continue
@@ -161,9 +157,7 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
     one-person repository."""
     co = codeowners.load(repo)
     hist = load_history(repo)
-    total: Counter = Counter()
-    for c in hist.revisions.values():
-        total.update(c)
+    total = hist.author_totals()
     all_revisions = sum(total.values())
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p, d in clusters(files).items():
@@ -174,9 +168,7 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
         if co is not None and any((r := co.match(p)) is not None and r.owners
                                   and r.pattern not in ("*", "/*", "**", "/**") for p in fs):
             continue  # CODEOWNERS decides it: `silos` judges it
-        revs: Counter = Counter()
-        for p in fs:
-            revs.update(hist.revisions.get(p, {}))
+        revs = hist.revisions_of(fs)
         n = sum(revs.values())
         if len(fs) < min_files or n < min_revisions:
             continue

@@ -3,7 +3,8 @@
 - **common vocabulary**: spaCy's English stop words, `codenames.STOPLIST`, and every word (after
   identifier splitting, ≥ 4 letters, lower-cased) that occurs in ≥ 2 modules of the Python
   standard library at `sysconfig.get_paths()["stdlib"]` (public vocabulary: docstrings, comments
-  and identifiers of ~1 800 modules, ~20 k words; read once per process, a few seconds).
+  and identifiers of ~1 800 modules, ~20 k words; read in a few seconds, then cached per user and
+  interpreter, see `stdlib_words`).
 - **month and weekday names** from `calendar` (English, full and abbreviated).
 - **language and locale names**: `locale.locale_alias` keys that are words, plus `LANGUAGES`
   below — the English names of the ISO 639-1 languages (neither babel nor pycountry is assumed).
@@ -14,9 +15,11 @@
 from __future__ import annotations
 
 import calendar
+import hashlib
 import locale
 import os
 import re
+import sys
 import sysconfig
 from collections import Counter
 from functools import lru_cache
@@ -50,26 +53,67 @@ asturian tamazight berber cebuano hawaiian hmong kapampangan ilocano sorani kurm
 """.split())
 
 
+_STDLIB_CACHE_VERSION = 1     # bump when WORD, split_identifiers or the counting change
+
+
+def _stdlib_files(root: str) -> list[str]:
+    """The stdlib's .py files (site-packages, dist-packages and __pycache__ skipped), sorted."""
+    out = []
+    for d, dirs, names in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in ("site-packages", "dist-packages", "__pycache__"))
+        out.extend(os.path.join(d, n) for n in sorted(names) if n.endswith(".py"))
+    return out
+
+
+def _stdlib_digest(root: str, files: list[str], min_modules: int) -> str:
+    """Cache key: interpreter version, stdlib root, and every file's path, size and mtime (cheap:
+    stat only, no reads); any change to the stdlib or the interpreter makes a new key."""
+    h = hashlib.sha256(repr((_STDLIB_CACHE_VERSION, sys.version, sys.implementation.cache_tag, root,
+                             min_modules)).encode())
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        h.update(f"{os.path.relpath(f, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
 @lru_cache(maxsize=1)
 def stdlib_words(min_modules: int = 2) -> frozenset[str]:
     """Lower-cased words (≥ 4 letters, identifiers split) in ≥ `min_modules` standard-library
-    modules; empty when the stdlib directory cannot be read."""
+    modules; empty when the stdlib directory cannot be read.
+
+    Reading the stdlib takes seconds, so the result is cached across runs in
+    `artefacts.user_cache_dir()` (`$REPOGUARD_CACHE_DIR`, default `~/.cache/repoguard`) as
+    `stdlib-words-KEY.txt`, KEY the digest of the interpreter version and the stdlib's file
+    list, sizes and mtimes (`_stdlib_digest`); written atomically, rebuilt when missing or
+    unreadable, never required (a read-only home only costs the rescan)."""
+    from repoguard.artefacts import atomic_write_text, user_cache_dir
+
     root = sysconfig.get_paths().get("stdlib")
-    df: Counter = Counter()
     if not root or not os.path.isdir(root):
         return frozenset()
-    for d, dirs, names in os.walk(root):
-        dirs[:] = [x for x in dirs if x not in ("site-packages", "dist-packages", "__pycache__")]
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(d, name), encoding="utf-8", errors="ignore") as fh:
-                    text = fh.read(200_000)
-            except OSError:
-                continue
-            df.update({w.lower() for w in WORD.findall(split_identifiers(text))})
-    return frozenset(w for w, n in df.items() if n >= min_modules)
+    files = _stdlib_files(root)
+    path = user_cache_dir() / f"stdlib-words-{_stdlib_digest(root, files, min_modules)}.txt"
+    try:
+        return frozenset(path.read_text(encoding="utf-8").split())
+    except (OSError, UnicodeDecodeError):
+        pass
+    df: Counter = Counter()
+    for f in files:
+        try:
+            with open(f, encoding="utf-8", errors="ignore") as fh:
+                text = fh.read(200_000)
+        except OSError:
+            continue
+        df.update({w.lower() for w in WORD.findall(split_identifiers(text))})
+    words = frozenset(w for w, n in df.items() if n >= min_modules)
+    try:
+        atomic_write_text(path, "\n".join(sorted(words)) + "\n")
+    except OSError:
+        pass
+    return words
 
 
 @lru_cache(maxsize=1)
@@ -114,10 +158,6 @@ def common_words() -> frozenset[str]:
                      | language_words() | place_words() | LOREM)
 
 
-_TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|reported-by):\s*(.+?)\s*(?:<([^>]*)>)?\s*$",
-                      re.IGNORECASE | re.MULTILINE)
-
-
 def name_parts(text: str) -> set[str]:
     """Lower-cased parts of a person's name or e-mail address: `Priya Raman <priya.raman@x>` →
     {priya, raman}; the domain is dropped; parts shorter than 3 letters are dropped."""
@@ -126,21 +166,12 @@ def name_parts(text: str) -> set[str]:
 
 
 def people_words(repo) -> frozenset[str]:
-    """Name parts of every author and committer in `repo`'s history and of trailer names.
-    Empty for a plain directory or an unborn HEAD."""
-    if not getattr(repo, "is_git", False) or not getattr(repo, "head", None):
-        return frozenset()
+    """Name parts of every author and committer in `repo`'s history and of trailer names, from the
+    history `analyzers.history.load_history` reads once (one streamed `git log`, shared with the
+    silo and codename candidates). Empty for a plain directory or an unborn HEAD."""
+    from repoguard.analyzers.history import load_history
+
     out: set[str] = set()
-    log = repo._git("log", "HEAD", "--format=%an%x00%ae%x00%cn%x00%ce%x00%aN%x00%aE%x00%b%x1e", check=False)
-    for record in log.split("\x1e"):
-        fields = record.split("\x00")
-        for f in fields[:6]:
-            f = f.strip()
-            if f:
-                out |= name_parts(f)
-        if len(fields) > 6:
-            for m in _TRAILER.finditer(fields[6]):
-                out |= name_parts(m.group(1))
-                if m.group(2):
-                    out |= name_parts(m.group(2))
+    for ident in load_history(repo).identities:
+        out |= name_parts(ident)
     return frozenset(out)

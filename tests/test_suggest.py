@@ -115,3 +115,57 @@ def test_authorship_silo_without_codeowners(make_repo):
     assert got["pay/**"]["metrics"]["insiders"] == ["alice@example.com"]
     assert got["pay/**"]["metrics"]["closure"] == pytest.approx(20 / 23, abs=1e-3)  # file revisions; + 3 files by Test in init
     assert got["pay/**"]["owners"] == [] and "no specific CODEOWNERS line" in got["pay/**"]["evidence"][0]
+
+
+def test_people_words_come_from_the_one_history_walk(make_repo, monkeypatch):
+    """Author, committer and trailer names are people words, read from the same streamed
+    `git log` as the silo and codename candidates: suggest runs git log once (no .mailmap)."""
+    from repoguard.analyzers import history
+    from repoguard.suggest_lexicon import people_words
+
+    repo = make_repo({"a.py": "# Bluefin pricing\n"})
+    (repo / "b.py").write_text("# more Bluefin\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Bluefin tweak\n\nCo-authored-by: Orla Fenwick <orla.fenwick@example.com>",
+        env={"GIT_AUTHOR_NAME": "Priya Raman", "GIT_AUTHOR_EMAIL": "p.raman@example.com",
+             "GIT_COMMITTER_NAME": "Zed Quillon", "GIT_COMMITTER_EMAIL": "zq@example.com"})
+    history._CACHE.clear()
+    calls = []
+    real_stream, real_git = GitRepo._stream, GitRepo._git
+    monkeypatch.setattr(GitRepo, "_stream", lambda self, *a: (calls.append(a[0]), real_stream(self, *a))[1])
+    monkeypatch.setattr(GitRepo, "_git", lambda self, *a, **kw: (calls.append(a[0]), real_git(self, *a, **kw))[1])
+    words = people_words(GitRepo(repo))
+    assert {"priya", "raman", "zed", "quillon", "orla", "fenwick"} <= words
+    suggest(GitRepo(repo), Config(path=None), kinds=("silo", "codename"))
+    assert calls.count("log") == 1
+
+
+def test_stdlib_lexicon_is_cached_per_interpreter_and_stdlib(tmp_path, monkeypatch):
+    """The stdlib words are computed once and then read from $REPOGUARD_CACHE_DIR; a changed
+    stdlib file (size/mtime) makes a new cache entry."""
+    import sysconfig
+
+    from repoguard import suggest_lexicon as lex
+
+    std = tmp_path / "stdlib"
+    (std / "pkg").mkdir(parents=True)
+    (std / "one.py").write_text('"""Frobnicate the widgets."""\n')
+    (std / "pkg" / "two.py").write_text("def frobnicate_widgets(): pass  # gadgets\n")
+    (std / "site-packages").mkdir()
+    (std / "site-packages" / "three.py").write_text("# gadgets\n")
+    real = sysconfig.get_paths
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **kw: {**real(*a, **kw), "stdlib": str(std)})
+    monkeypatch.setenv("REPOGUARD_CACHE_DIR", str(tmp_path / "cache"))
+    lex.stdlib_words.cache_clear()
+    try:
+        assert lex.stdlib_words() == {"frobnicate", "widgets"}          # site-packages skipped
+        (entry,) = (tmp_path / "cache").glob("stdlib-words-*.txt")
+        entry.write_text("frobnicate\nwidgets\nsentinel\n")               # the next run reads the cache
+        lex.stdlib_words.cache_clear()
+        assert "sentinel" in lex.stdlib_words()
+        (std / "one.py").write_text('"""Frobnicate the widgets and gadgets."""\n')
+        lex.stdlib_words.cache_clear()
+        assert lex.stdlib_words() == {"frobnicate", "widgets", "gadgets"}   # stdlib changed: rescanned
+        assert len(list((tmp_path / "cache").glob("stdlib-words-*.txt"))) == 2
+    finally:
+        lex.stdlib_words.cache_clear()

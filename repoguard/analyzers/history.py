@@ -4,7 +4,8 @@ analyzers (ownership's authorship, cochange, codenames' commit messages).
 Paths are followed through renames to their current names (newest-first walk: a commit's
 `old → new` rename makes every older mention of `old` count for `new`'s current name). Author
 emails are normalised through `.mailmap` and lower-cased. Commits by bots (`[bot]`, dependabot,
-renovate) are dropped: they are bulk changes, not knowledge of the code.
+renovate) are dropped: they are bulk changes, not knowledge of the code. `identities` keeps every
+person's name and e-mail seen in the walk (bots included), for `repoguard suggest`'s people words.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 _BOT = re.compile(r"\[bot\]|dependabot|renovate|github-actions", re.I)
+_TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|reported-by):\s*(.+?)\s*(?:<([^>]*)>)?\s*$",
+                      re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,18 @@ class History:
     commits: list[HistCommit] = field(default_factory=list)
     revisions: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     bots_dropped: int = 0
+    identities: set[str] = field(default_factory=set)   # names and e-mails: authors, committers, trailers
+
+    def revisions_of(self, paths) -> Counter:
+        """author → their revisions summed over `paths` (files without history add nothing)."""
+        total: Counter = Counter()
+        for p in paths:
+            total.update(self.revisions.get(p, {}))
+        return total
+
+    def author_totals(self) -> Counter:
+        """author → their revisions summed over every file."""
+        return self.revisions_of(list(self.revisions))
 
     def main_developer(self, path: str) -> tuple[str, int, int] | None:
         """(author, their revisions, all revisions) of the author with most revisions of `path`
@@ -53,6 +68,15 @@ class History:
 
 
 _CACHE: dict[tuple[str, str | None], History] = {}
+
+
+def _identities(c, mailmap: dict[str, str]) -> set[str]:
+    """Author and committer names and e-mails (raw, and the author's .mailmap e-mail) and the
+    names and e-mails of Co-authored-by / Signed-off-by / Reviewed-by / Reported-by trailers."""
+    out = {c.author_name, c.author_email, mailmap.get(c.author_email, ""), c.committer_name, c.committer_email}
+    for m in _TRAILER.finditer(c.message):
+        out.update(m.groups(""))
+    return {x.strip() for x in out if x and x.strip()}
 
 
 def _commits(repo) -> list:
@@ -79,6 +103,7 @@ def load_history(repo, *, max_message_chars: int = 4000) -> History:
         mailmap = repo.mailmap()
         alias: dict[str, str] = {}
         for c in _commits(repo):
+            hist.identities.update(_identities(c, mailmap))
             if _BOT.search(c.author_name) or _BOT.search(c.author_email):
                 hist.bots_dropped += 1
                 continue

@@ -205,7 +205,8 @@ class Engine:
     def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
               structural: bool = True) -> "Engine":
         """An Engine, loading the compiled Hyperscan database from the on-disk cache
-        (`$REPOGUARD_CACHE` or `~/.cache/repoguard`) when the same rules were compiled before:
+        (`artefacts.user_cache_dir()`: `$REPOGUARD_CACHE_DIR` or `~/.cache/repoguard`) when the
+        same rules were compiled before:
         compiling ~250 patterns takes about a second, loading them a tenth of that."""
         if use_hyperscan is False or hyperscan is None:
             return cls(ruleset, use_hyperscan=False, structural=structural)
@@ -213,9 +214,9 @@ class Engine:
         key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
                                    [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
                              .encode()).hexdigest()[:24]
-        base = os.environ.get("REPOGUARD_CACHE") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repoguard")
-        path = os.path.join(base, f"hs-{key}.db")
+        from repoguard.artefacts import user_cache_dir
+
+        path = os.path.join(user_cache_dir(), f"hs-{key}.db")
         try:
             with open(path, "rb") as fh:
                 return cls(ruleset, hs_database=fh.read(), structural=structural)
