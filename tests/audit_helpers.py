@@ -1,13 +1,12 @@
 """The canary DP / --no-dp pair of the audit tests, trained once per pytest process (~20 s on CPU).
 The set-up itself (test secret, plan, pretrained base) is `fixtures/audit_setup.py`, shared with
-bench/; its names are re-exported here for the audit tests.
+bench/; the audit tests import its names they use from here.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from audit_setup import (PREFIXES, PRIOR, SECRET, TARGET, one_thread, prepare_out,  # noqa: F401
-                         pretrained_public_base, tiny_size, training_config)
+from audit_setup import SECRET, one_thread, prepare_out, tiny_size, training_config  # noqa: F401
 
 N_REFERENCES = 2000            # the command's default is 10^4; 2000 keeps the test fast
 

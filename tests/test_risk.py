@@ -15,8 +15,8 @@ import shutil
 import numpy as np
 import pytest
 
-from audit_setup import (CANARY, HELD_OUT, LR, PREFIXES, SECRET, K, M, one_thread, plant_canary, prepare_out,
-                         pretrained_public_base, training_config)
+from audit_setup import (HELD_OUT, LR, SECRET, K, M, one_thread, plant_canary, prepare_out, pretrained_public_base,
+                         training_config)
 from conftest import git
 
 _RUNS: dict = {}
