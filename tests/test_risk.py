@@ -1,7 +1,7 @@
 """`repoguard audit risk` on trained runs of the fixture monorepo: a real tiny Llama, real LoRA,
 real DP-SGD with the accountant's σ, real credential redaction.
 
-A canary line is committed at the top of every file of the test secret (`audit_helpers`:
+A canary line is committed at the top of every file of the test secret (`fixtures/audit_setup.py`:
 trading/alpha/, services/risk/, libs/pricing/), so it is repeated in many training examples. A
 `--no-dp` run and a DP run are trained from the same plan (200 steps); the risk ranking must put
 the canary's examples at the top of the --no-dp table and not under DP.
