@@ -121,7 +121,7 @@ def test_side_file_tampering_detected(tmp_path, damage):
     elif damage == "summary":
         (s,) = d.glob("summary-*.parquet")
         st = ls.read_state(s)
-        st.kl["s0"] = 0.0
+        st.kl[st.index["s0"]] = 0.0
         ls.write_state(s, st)
     else:
         shutil.rmtree(d)
@@ -138,7 +138,7 @@ def test_summary_edit_with_forged_digests_is_caught_by_the_head_and_the_deep_che
     d = side_dir(path)
     (s,) = d.glob("summary-*.parquet")
     st = ls.read_state(s)
-    st.kl["s0"] = 0.0
+    st.kl[st.index["s0"]] = 0.0
     digest = ls.write_state(s, st)
     lines = path.read_text().splitlines()
     e = json.loads(lines[-1])
