@@ -231,6 +231,23 @@ def _parse(path: Path) -> list[dict]:
     return out
 
 
+_DIGESTS: dict[tuple, str] = {}    # (file, inode, size, mtime ns, ctime ns) → SHA-256
+
+
+def _digest(f: Path) -> str:
+    """SHA-256 of side file `f`, hashed once per process per state of the file (a rewrite, an
+    edit or a swap changes its inode, size or times, and is hashed again)."""
+    st = f.stat()
+    key = (str(f), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    got = _DIGESTS.get(key)
+    if got is None:
+        got = ls.file_digest(f)
+        if len(_DIGESTS) > 100_000:
+            _DIGESTS.clear()
+        _DIGESTS[key] = got
+    return got
+
+
 def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
     """Problems with one side file named by an entry: missing, or its SHA-256 differs."""
     try:
@@ -240,7 +257,7 @@ def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
         return [f"{where}: malformed {what} reference"]
     if "/" in str(ref["file"]) or not f.is_file():
         return [f"{where}: {what} file {f} missing (deleted or ledger truncated?)"]
-    if ls.file_digest(f) != want:
+    if _digest(f) != want:
         return [f"{where}: {what} file {f.name} does not match its digest (edited or swapped)"]
     return []
 

@@ -13,18 +13,18 @@ without bound:
 * exactly: a new part with the same mixing law and the same a as a carried one adds its steps
   to it (the T₁-fold composition of a pair with its T₂-fold composition is its (T₁+T₂)-fold
   composition) — no loss;
-* by dominance, only for a secret with more than MAX_PARTS distinct parts: its parts are put in
-  cells of log a (cell k at level ℓ holds a ∈ (G^{(k−1)2^ℓ}, G^{k·2^ℓ}], G = A_GRID), ℓ the
-  smallest level at which the secret has ≤ MAX_PARTS non-empty cells, and the parts of one cell
-  are replaced by one part with a = the largest a in the cell, the envelope mixing law (survival
-  function P(M ≥ k) the pointwise maximum of the parts'; `calibrate.envelope`), n the largest n
-  and the summed steps. So a secret never carries more than MAX_PARTS parts after a merge (at
-  most MAX_PARTS + 1 between merges), whatever the spread of σ over the year.
+* by dominance, only for a secret with more than MAX_PARTS distinct parts (c of them): its parts
+  are sorted by a and the c − MAX_PARTS smallest gaps in log a are joined (agglomerating the
+  closest noise levels first: a nightly run adds one part, so one gap is joined a night), and
+  each run of joined parts is replaced by one part with a = the largest a of the run, the
+  envelope mixing law (survival function P(M ≥ k) the pointwise maximum of the parts';
+  `calibrate.envelope`), n the largest n and the summed steps. So a secret carries at most
+  MAX_PARTS parts after every append, whatever the spread of σ over the year.
 
 Why the merged part is an upper bound. Per step the pair is P = Σ_m π_m N(m·a, 1) against
 Q = N(0, 1) (`divergences.py`). (1) A smaller a is a post-processing of a larger one (scale z by
 a'/a and add independent N(0, 1 − (a'/a)²) noise maps the a-pair onto the a'-pair, P and Q
-alike), so the pair at the cell's largest a dominates each member's [data processing for the
+alike), so the pair at the run's largest a dominates each member's [data processing for the
 hockey-stick divergence, both directions]. (2) A stochastically larger mixing law gives a
 larger hockey-stick divergence in both directions (`pld_table.py` docstring, proof in
 `divergences.py`); the envelope is stochastically larger than every member's law. (3)
@@ -53,9 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_PARTS = 16           # distinct parts per secret before merging by dominance
-A_GRID = 1.01            # cell ratio of a at level 0; level ℓ uses A_GRID^(2^ℓ)
-MAX_LEVEL = 16           # A_GRID^(2^16) spans every a: one cell
+MAX_PARTS = 32           # distinct parts per secret before merging by dominance
 
 
 # -- a ragged table of pair parts -----------------------------------------------------------------
@@ -331,28 +329,27 @@ def _merge(old: Parts, new: Parts) -> Parts:
     return _dominance_merge(parts, over)
 
 
-def _cells(la: np.ndarray, level) -> np.ndarray:
-    """Cell index of log a at `level` (cell k holds a ∈ (G^{(k−1)2^ℓ}, G^{k·2^ℓ}])."""
-    width = math.log(A_GRID) * np.power(2.0, level)
-    return np.ceil(la / width - 1e-12).astype(np.int64)
-
-
 def _dominance_merge(parts: Parts, over: np.ndarray) -> Parts:
+    """For every row in `over` (more than MAX_PARTS parts): sort its parts by a and join the
+    (count − MAX_PARTS) smallest gaps in log a, so its parts fall into MAX_PARTS runs of close
+    a; each run of two or more parts becomes one part (`_envelopes`: the largest a, the envelope
+    law, the summed steps). Ties in the gaps are broken by position (deterministic)."""
     sel = np.nonzero(np.isin(parts.sec, over))[0]
     rest = np.setdiff1d(np.arange(len(parts)), sel)
     p = parts.take(sel)
+    p = p.take(np.lexsort((p.a, p.sec)))
     la = np.log(p.a)
-    # per row, the smallest level with ≤ MAX_PARTS non-empty cells
-    level = np.full(int(p.sec.max()) + 1, MAX_LEVEL, np.int64)
-    for lv in range(MAX_LEVEL, -1, -1):
-        c = _cells(la, lv)
-        keys = np.unique(p.sec * (1 << 32) + (c - c.min()))
-        ncell = np.bincount(keys >> 32, minlength=level.size)
-        level[ncell <= MAX_PARTS] = lv
-    cell = _cells(la, level[p.sec])
-    grp = np.unique(p.sec * (1 << 32) + (cell - cell.min()), return_inverse=True)[1].ravel()
-    ng = int(grp.max()) + 1
-    size = np.bincount(grp, minlength=ng)
+    same = p.sec[1:] == p.sec[:-1]
+    gap = np.where(same, la[1:] - la[:-1], np.inf)            # gap i: between parts i and i+1
+    need = np.bincount(p.sec) - MAX_PARTS                      # joins each row needs
+    gsec = p.sec[:-1]
+    order = np.lexsort((np.arange(gap.size), gap, gsec))     # by row, then gap, then position
+    first = np.searchsorted(gsec[order], gsec[order], "left")
+    rank = np.empty(gap.size, np.int64)
+    rank[order] = np.arange(gap.size) - first
+    join = same & (rank < need[gsec])
+    grp = np.cumsum(np.concatenate([[True], ~join])) - 1
+    size = np.bincount(grp)
     single = size[grp] == 1
     keep = p.take(np.nonzero(single)[0])
     multi = np.nonzero(~single)[0]
