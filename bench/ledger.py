@@ -135,7 +135,7 @@ def main() -> None:
     steps = max(1, 2000 // a.nights)
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     path = tmp / "ledger.jsonl"
-    t_append, t_last = 0.0, []
+    t_append, t_last, c_append = 0.0, [], 0.0
     out: dict = {}
     try:
         t0 = time.perf_counter()
@@ -143,10 +143,11 @@ def main() -> None:
             started, done = night_runs(w, night, steps)
             fields = {"run_id": f"night-{night:03d}", "plan_digest": "0" * 64, "sigma": float(w.sigma[night]),
                       "batch_size": 2048.0, "steps": steps, "accountant": "best", "adjacency": "zero-out"}
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             append_entry(path, {**fields, "status": "started", "steps_completed": 0}, started)
             append_entry(path, {**fields, "status": "completed", "steps_completed": steps}, done)
             dt = time.perf_counter() - t
+            c_append += time.process_time() - c
             t_append += dt
             if night >= a.nights - 30:
                 t_last.append(dt)
@@ -158,14 +159,15 @@ def main() -> None:
         # the plan before night N+1: targets leave about a third of each secret's budget
         p0 = 1e-4
         rhos = w.rhos(a.nights // 7)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         skl, sre, hist = plan_inputs(path, None, w, a.nights, steps, p0, None)
         t_read = time.perf_counter() - t
         r = np.minimum(kl_bound(1.6 * skl + 1e-4, p0), 0.999)
         t = time.perf_counter()
         cal = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
         t_cal = time.perf_counter() - t
-        t = time.perf_counter()
+        c_plan = time.process_time() - c
+        t, c = time.perf_counter(), time.process_time()
         raw = raw_state(read_entries(path), path=path)
         rkl, rre, rhist = plan_inputs(None, raw, w, a.nights, steps, p0, r)
         t_read_raw = time.perf_counter() - t
@@ -176,6 +178,7 @@ def main() -> None:
             cal_raw = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent_kl=rkl, spent_renyi=rre,
                                 spent_pairs=rhist)
             t_cal_raw = time.perf_counter() - t
+        c_plan_raw = time.process_time() - c
         worst_kl = float(np.max(np.abs(skl - rkl) / np.maximum(rkl, 1e-300)))
         fin = np.isfinite(rre)
         worst_ren = float(np.max(np.abs(sre[fin] - rre[fin]) / np.maximum(rre[fin], 1e-300))) if fin.any() else 0.0
@@ -195,12 +198,12 @@ def main() -> None:
             br = float(pld_bound(*nothing, 1e-4, history=rhist[j])[0][0])
             t_np_r += time.perf_counter() - t
             ratios.append(bc / br)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         v = verify(path)
-        t_verify = time.perf_counter() - t
-        t = time.perf_counter()
+        t_verify, c_verify = time.perf_counter() - t, time.process_time() - c
+        t, c = time.perf_counter(), time.process_time()
         vd = verify(path, deep=True)
-        t_deep = time.perf_counter() - t
+        t_deep, c_deep = time.perf_counter() - t, time.process_time() - c
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     n_start = int(np.sum(w.birth == 0))
@@ -208,15 +211,17 @@ def main() -> None:
           f"{a.secrets:,} secrets, {len(ALPHAS)} Rényi orders, {steps} steps a night, σ {w.sigma.min():.3f}–"
           f"{w.sigma.max():.3f} (every night distinct), ρ rescaled weekly")
     print(f"ledger on disk: {size / 1e6:.1f} MB ({size / a.nights / 1e6:.2f} MB a night); appends {t_append:.1f} s "
-          f"in all ({t_append / a.nights:.2f} s a night, {np.mean(t_last):.2f} s a night over the last 30)")
+          f"in all ({t_append / a.nights:.2f} s a night, {np.mean(t_last):.2f} s a night over the last 30; "
+          f"CPU {c_append / a.nights:.2f} s a night)")
     print(f"plan before run {a.nights + 1}, carried-forward summary: read {t_read:.2f} s + calibrate {t_cal:.1f} s "
           f"= {t_read + t_cal:.1f} s (target ≤ 60 s), σ = {cal.sigma:.5g}, "
-          f"{cal.stats['pld_evaluations']} Neyman–Pearson evaluations")
+          f"{cal.stats['pld_evaluations']} Neyman–Pearson evaluations; CPU {c_plan:.1f} s")
     if cal_raw is not None:
         print(f"plan from the raw entries: read {t_read_raw:.2f} s + calibrate {t_cal_raw:.1f} s = "
               f"{t_read_raw + t_cal_raw:.1f} s, σ = {cal_raw.sigma:.5g}; ratio raw/carried "
               f"{(t_read_raw + t_cal_raw) / (t_read + t_cal):.1f}× (read {t_read_raw / t_read:.1f}×), "
-              f"σ(carried)/σ(raw) = {cal.sigma / cal_raw.sigma:.5f}")
+              f"σ(carried)/σ(raw) = {cal.sigma / cal_raw.sigma:.5f}; CPU {c_plan_raw:.1f} s "
+              f"({c_plan_raw / c_plan:.1f}×)")
     else:
         print(f"read from the raw entries: {t_read_raw:.2f} s ({t_read_raw / t_read:.1f}× the summary)")
     print(f"carried state vs raw: max relative difference KL {worst_kl:.1e}, Rényi {worst_ren:.1e} "
@@ -225,8 +230,9 @@ def main() -> None:
     print(f"Neyman–Pearson bound of the year's history (p = 1e-4, 8 secrets): carried/raw "
           f"{min(ratios):.4f}–{max(ratios):.4f}, {t_np_c / 8:.2f} s vs {t_np_r / 8:.2f} s per secret "
           f"({t_np_r / max(t_np_c, 1e-9):.1f}×)")
-    print(f"ledger verify (every side file's digest): {t_verify:.2f} s, ok = {v['ok']}; "
-          f"verify --deep (summary recomputed from {a.nights} runs): {t_deep:.1f} s, ok = {vd['ok']}")
+    print(f"ledger verify (every side file's digest): {t_verify:.2f} s (CPU {c_verify:.2f} s), ok = {v['ok']}; "
+          f"verify --deep (summary recomputed from {a.nights} runs): {t_deep:.1f} s (CPU {c_deep:.1f} s), "
+          f"ok = {vd['ok']}")
     bad = (not (v["ok"] and vd["ok"]) or worst_kl > 1e-9 or worst_ren > 1e-9 or not same_inf
            or min(ratios) < 1 - 1e-9 or (cal_raw is not None and cal.sigma < cal_raw.sigma * (1 - 1e-5)))
     if bad:
