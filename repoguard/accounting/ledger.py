@@ -36,8 +36,12 @@ chain, and the side files' digests are inside the hashed entry, so an edited, sw
 side file is caught too. A sidecar `ledger.jsonl.head` (written atomically after each append)
 holds the count and the last hash, which catches truncation of whole lines at the end; an append
 whose head update was interrupted shows as one verified entry beyond the head and is accepted
-with a note. Appends take an exclusive `fcntl` lock and are fsync'ed; a torn last line (crash
-mid-write) fails verification until repaired by hand.
+with a note. Appends take an exclusive `fcntl` lock and are fsync'ed; readers (`verify`,
+`read_entries`, `spending`) take a shared one, so a reader never sees the summary an append is
+replacing vanish; a torn last line (crash mid-write) fails verification until repaired by hand.
+Within one process the parsed, chain-checked entries are cached per state of the file (inode,
+size, mtime, ctime and the head's bytes) and side-file digests per state of each file, so a
+command that checks the ledger, reads its entries and its spending parses and hashes it once.
 
 Spending: a run may be recorded several times (started, checkpoints, completed); the *last*
 entry of each run id counts. Rényi orders missing from an entry count as +inf (unknown).
