@@ -91,3 +91,15 @@ def test_kl_only_batch_path_handles_groups_too_wide_to_share_a_grid():
     assert ren.shape == (2, 0, 2)
     # The scalar path's KL (P‖Q) agrees with the public one-step divergence at σ = 1/a.
     assert kl[0, 0] == pytest.approx(kl_divergence(big, 1 / a, 1), rel=1e-9)
+
+
+def test_refused_neyman_pearson_passes_are_counted():
+    """With no Neyman–Pearson budget the groups that wanted the bound are counted as refused, and
+    σ can only come out larger (divergences alone)."""
+    rhos, p, r = [np.full(3, 0.02), np.full(2, 0.03)], np.full(2, 1e-4), np.full(2, 2e-3)
+    full = calibrate(rhos, p, r, 200)
+    assert full.stats["pld_refused_groups"] == 0 and full.stats["pld_evaluations"] > 0
+    none = calibrate(rhos, p, r, 200, pld_budget=0)
+    assert none.stats["pld_evaluations"] == 0 and none.stats["pld_budget_spent"]
+    assert none.stats["pld_refused_groups"] >= 1
+    assert none.sigma >= full.sigma

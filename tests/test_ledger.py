@@ -127,3 +127,16 @@ def test_concurrent_appends_keep_the_chain(tmp_path):
     v = verify(path)
     assert v["ok"] and v["entries"] == 12
     assert spent(path)["alpha"][0] == pytest.approx(12 * 0.002)
+
+
+@pytest.mark.parametrize("argv", [["verify", "--json", "{root}"], ["verify", "{root}", "--json"],
+                                  ["--json", "verify", "{root}"], ["verify", "--deep", "--json", "{root}"]])
+def test_ledger_cli_options_before_or_after_the_path(tmp_path, capsys, argv):
+    from repoguard.cli import main
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    record_run(root / ".repoguard" / "ledger.jsonl", _plan(), run_id="r1", steps_completed=100, status="completed")
+    assert main(["ledger", *[a.format(root=root) for a in argv]]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["entries"] == 1 and out["runs"] == 1

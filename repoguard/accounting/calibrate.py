@@ -122,7 +122,7 @@ class _Calibrator:
         self.fresh = np.array([h is not None for h in self.hist], dtype=bool)
         self.pld_evaluations = 0
         self.pld_budget = pld_budget
-        self.pld_skipped = 0          # groups that needed the bound when the budget was refused
+        self.pld_refused: set[int] = set()   # groups that needed the bound after the budget was spent
         self.n_max = max([g.mix.n for g in groups] + [1])
         self.eps_max = float(np.log(1.0 / self.p.min())) if len(self.p) else 1.0
         self.table: PoissonTable | None = None
@@ -165,6 +165,7 @@ class _Calibrator:
             return g.pld[1], g.pld[2]
         out, at = np.full(g.members.size, np.inf), np.zeros(g.members.size)
         if self.pld_evaluations >= self.pld_budget:
+            self.pld_refused.add(id(g))
             return out, at                      # budget spent: no certificate (σ stays valid)
         fine = True
         by_hist: dict[int, list[int]] = {}
@@ -270,6 +271,7 @@ class _Calibrator:
 
     def _certify(self, gs: list[_Group], sigma: float) -> None:
         if self.pld_evaluations >= self.pld_budget:
+            self.pld_refused.update(id(g) for g in gs)
             return
         if len(gs) == 1:
             self.pld(gs[0], sigma, need=self.r[gs[0].members] * (1 - 1e-9))
@@ -468,7 +470,7 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
             pairs[j] = (g.mix, cal.s / sigma, steps)
     stats = {"secrets": ns, "groups": len(groups), "evaluations": cal.evaluations, "bisections": bisections,
              "pld_evaluations": cal.pld_evaluations, "pld_budget_spent": cal.pld_evaluations >= cal.pld_budget,
-             "pld_refused_groups": cal.pld_skipped,
+             "pld_refused_groups": len(cal.pld_refused),
              "pld_table_evaluations": cal.table_evaluations + (cal.table.evaluations if cal.table else 0),
              "pld_certified_by": {src: sum(1 for g in groups if g.pld_src == src and g.pld is not None
                                            and any(evals.binding[j].startswith("pld") for j in g.members))

@@ -36,8 +36,12 @@ chain, and the side files' digests are inside the hashed entry, so an edited, sw
 side file is caught too. A sidecar `ledger.jsonl.head` (written atomically after each append)
 holds the count and the last hash, which catches truncation of whole lines at the end; an append
 whose head update was interrupted shows as one verified entry beyond the head and is accepted
-with a note. Appends take an exclusive `fcntl` lock and are fsync'ed; a torn last line (crash
-mid-write) fails verification until repaired by hand.
+with a note. Appends take an exclusive `fcntl` lock and are fsync'ed; readers (`verify`,
+`read_entries`, `spending`) take a shared one, so a reader never sees the summary an append is
+replacing vanish; a torn last line (crash mid-write) fails verification until repaired by hand.
+Within one process the parsed, chain-checked entries are cached per state of the file (inode,
+size, mtime, ctime and the head's bytes) and side-file digests per state of each file, so a
+command that checks the ledger, reads its entries and its spending parses and hashes it once.
 
 Spending: a run may be recorded several times (started, checkpoints, completed); the *last*
 entry of each run id counts. Rényi orders missing from an entry count as +inf (unknown).
@@ -50,9 +54,12 @@ import hashlib
 import json
 import math
 import os
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
+
+import numpy as np
 
 from repoguard.accounting import ledger_state as ls
 from repoguard.artefacts import atomic_write_json
@@ -101,28 +108,113 @@ def entry_secrets(path: str | Path, e: dict) -> dict:
     its spending file (format 2). Raises PolicyError if the file is missing or unreadable."""
     if "spending" not in e:
         return e.get("secrets", {})
+    return entry_run(path, e).to_dict()
+
+
+def entry_run(path: str | Path, e: dict) -> ls.Run:
+    """One entry's spending as a columnar `ledger_state.Run` (inline format-1 records or the
+    entry's spending file). Raises PolicyError if the file is missing or unreadable."""
+    if "spending" not in e:
+        return ls.Run.from_dict(e.get("secrets", {}))
     f = side_dir(path) / str(e["spending"]["file"])
     try:
-        return ls.read_run(f)
-    except (OSError, ValueError, KeyError) as exc:
+        return ls.read_run_table(f)
+    except (OSError, ValueError, KeyError, IndexError) as exc:
         raise PolicyError(f"{f}: ledger spending file unreadable ({exc})") from None
+
+
+# -- locking: appends hold an exclusive flock on the ledger file, readers a shared one ------------
+_held = threading.local()      # ledger files this thread holds a lock on (flock is per open file)
 
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+b")
+    key = str(Path(path).resolve())
+    held = _held.__dict__.setdefault("paths", set())
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        held.add(key)
         yield fh
     finally:
+        held.discard(key)
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
         fh.close()
 
 
+@contextlib.contextmanager
+def _shared(path: Path) -> Iterator[None]:
+    """Shared lock on the ledger while a reader reads it and its side files, so an append (which
+    replaces the summary and deletes the superseded one) never runs in between. A no-op when the
+    ledger does not exist or this thread already holds a lock on it."""
+    key = str(Path(path).resolve())
+    held = _held.__dict__.setdefault("paths", set())
+    if key in held:
+        yield
+        return
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+        held.add(key)
+        yield
+    finally:
+        held.discard(key)
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        fh.close()
+
+
+# -- the chain, parsed and checked once per state of the file --------------------------------------
+_CACHE: dict[str, tuple] = {}      # resolved path → (file key, entries, problems, notes, last_hash)
+_CACHE_LOCK = threading.Lock()
+
+
+def _file_key(path: Path) -> tuple | None:
+    """(inode, size, mtime ns, ctime ns) of the ledger and the bytes of its head: any append,
+    edit or replacement changes it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        head = _head_path(path).read_bytes()
+    except FileNotFoundError:
+        head = None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, head)
+
+
+def _chain(path: Path) -> tuple[list[dict], list[str], list[str], str]:
+    """(entries, chain problems, notes, last hash) of the ledger file: every line parsed, the
+    chain, sequence, hashes, versions and head checked. Cached per process by `_file_key`, so a
+    command that reads the ledger several times parses and hashes it once. Raises PolicyError for
+    a torn or corrupt line."""
+    key = _file_key(path)
+    name = str(path.resolve()) if key is not None else str(path)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(name)
+    if hit is not None and key is not None and hit[0] == key:
+        return hit[1], hit[2], hit[3], hit[4]
+    entries = _parse(path)
+    problems, notes, last = _check_chain(path, entries)
+    if key is not None and _file_key(path) == key:       # unchanged while we read it
+        with _CACHE_LOCK:
+            _CACHE[name] = (key, entries, problems, notes, last)
+    return entries, problems, notes, last
+
+
 def read_entries(ledger_path: str | Path) -> list[dict]:
-    """Parse every line; raises PolicyError naming the line on a torn or corrupt line."""
+    """Parse every line; raises PolicyError naming the line on a torn or corrupt line. (The
+    entries are shared with this process's cache: do not modify them.)"""
     path = Path(ledger_path)
+    with _shared(path):
+        return list(_chain(path)[0])
+
+
+def _parse(path: Path) -> list[dict]:
     if not path.exists():
         return []
     out = []
@@ -143,6 +235,23 @@ def read_entries(ledger_path: str | Path) -> list[dict]:
     return out
 
 
+_DIGESTS: dict[tuple, str] = {}    # (file, inode, size, mtime ns, ctime ns) → SHA-256
+
+
+def _digest(f: Path) -> str:
+    """SHA-256 of side file `f`, hashed once per process per state of the file (a rewrite, an
+    edit or a swap changes its inode, size or times, and is hashed again)."""
+    st = f.stat()
+    key = (str(f), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    got = _DIGESTS.get(key)
+    if got is None:
+        got = ls.file_digest(f)
+        if len(_DIGESTS) > 100_000:
+            _DIGESTS.clear()
+        _DIGESTS[key] = got
+    return got
+
+
 def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
     """Problems with one side file named by an entry: missing, or its SHA-256 differs."""
     try:
@@ -152,7 +261,7 @@ def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
         return [f"{where}: malformed {what} reference"]
     if "/" in str(ref["file"]) or not f.is_file():
         return [f"{where}: {what} file {f} missing (deleted or ledger truncated?)"]
-    if ls.file_digest(f) != want:
+    if _digest(f) != want:
         return [f"{where}: {what} file {f.name} does not match its digest (edited or swapped)"]
     return []
 
@@ -164,12 +273,29 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
     Returns {"ok", "entries", "problems": [str], "notes": [str], "last_hash"}; never raises for
     tampering (the caller decides), only for unreadable files."""
     path = Path(ledger_path)
+    with _shared(path):
+        try:
+            entries, chain_problems, notes, last = _chain(path)
+        except PolicyError as exc:
+            return {"ok": False, "entries": None, "problems": [str(exc)], "notes": [], "last_hash": None}
+        problems = list(chain_problems)
+        for k, e in enumerate(entries):
+            where = f"{path}:{k + 1}"
+            if "spending" in e and (side_files or k == len(entries) - 1):
+                problems += _check_side(path, e["spending"], where, "spending")
+            if "summary" in e and k == len(entries) - 1:
+                problems += _check_side(path, e["summary"], where, "summary")
+        if deep and not problems and entries and "summary" in entries[-1]:
+            problems += _deep_check(path, entries)
+    return {"ok": not problems, "entries": len(entries), "problems": problems, "notes": list(notes),
+            "last_hash": last}
+
+
+def _check_chain(path: Path, entries: list[dict]) -> tuple[list[str], list[str], str]:
+    """(problems, notes, last hash) of the chain itself: sequence, prev links, entry hashes,
+    versions, and the head file."""
     problems: list[str] = []
     notes: list[str] = []
-    try:
-        entries = read_entries(path)
-    except PolicyError as exc:
-        return {"ok": False, "entries": None, "problems": [str(exc)], "notes": [], "last_hash": None}
     prev = GENESIS
     for k, e in enumerate(entries):
         where = f"{path}:{k + 1}"
@@ -182,10 +308,6 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
         if e.get("v") not in READABLE_VERSIONS:
             problems.append(f"{where}: ledger format {e.get('v')!r} is not one this version reads "
                             f"({', '.join(map(str, READABLE_VERSIONS))}); upgrade repoguard")
-        if "spending" in e and (side_files or k == len(entries) - 1):
-            problems += _check_side(path, e["spending"], where, "spending")
-        if "summary" in e and k == len(entries) - 1:
-            problems += _check_side(path, e["summary"], where, "summary")
         prev = e.get("hash", "")
     head = _head_path(path)
     if head.exists():
@@ -205,24 +327,60 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
                 notes.append(f"{len(entries) - count} entry(ies) beyond the head (interrupted head update)")
     elif entries:
         problems.append(f"{head}: missing head file (ledger truncated or replaced?)")
-    if deep and not problems and entries and "summary" in entries[-1]:
-        problems += _deep_check(path, entries)
-    return {"ok": not problems, "entries": len(entries), "problems": problems, "notes": notes,
-            "last_hash": prev if entries else GENESIS}
+    return problems, notes, (prev if entries else GENESIS)
 
 
 def _deep_check(path: Path, entries: list[dict]) -> list[str]:
     """The newest summary against the state recomputed from every entry's spending file."""
     want = _state_from_entries(path, entries)
-    have = ls.read_state(side_dir(path) / entries[-1]["summary"]["file"])
-    bad = [sid for sid in want.kl.keys() | have.kl.keys()
-           if sid not in want.kl or sid not in have.kl
-           or not math.isclose(want.kl[sid], have.kl[sid], rel_tol=1e-9, abs_tol=1e-300)
-           or want.ren[sid].keys() != have.ren[sid].keys()
-           or any(not math.isclose(want.ren[sid][a], have.ren[sid][a], rel_tol=1e-9) for a in want.ren[sid])
-           or (want.pairs.get(sid, []) is None) != (have.pairs.get(sid, []) is None)]
+    try:
+        have = ls.read_state(side_dir(path) / entries[-1]["summary"]["file"])
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        return [f"{path}: summary of entry {len(entries)} unreadable ({exc})"]
+    bad = sorted(set(want.ids) ^ set(have.ids))
+    common = [s for s in want.ids if s in have.index]
+    if common:
+        wi = np.array([want.index[s] for s in common])
+        hi = np.array([have.index[s] for s in common])
+        al = sorted(set(want.alphas) | set(have.alphas), key=float)
+
+        def ren(st, rows):
+            out = np.full((rows.size, len(al)), np.inf)
+            if st.alphas:
+                out[:, [al.index(a) for a in st.alphas]] = st.ren[rows]
+            return out
+
+        rw, rh = ren(want, wi), ren(have, hi)
+        fin = np.isfinite(rw)
+        off = ((~np.isclose(want.kl[wi], have.kl[hi], rtol=1e-9, atol=1e-300))
+               | np.any(fin != np.isfinite(rh), axis=1)
+               | np.any(fin & ~np.isclose(np.where(fin, rw, 0), np.where(fin, rh, 0), rtol=1e-9, atol=0), axis=1)
+               | (want.known[wi] != have.known[hi])
+               | ~_same_parts(want, wi, have, hi))
+        bad += [common[k] for k in np.nonzero(off)[0]]
     return [f"{path}: summary of entry {len(entries)} differs from the composition of the entries for "
             f"{len(bad)} secret(s), e.g. {sorted(bad)[:3]}"] if bad else []
+
+
+def _same_parts(want: ls.State, wi: np.ndarray, have: ls.State, hi: np.ndarray) -> np.ndarray:
+    """Per secret: the same carried parts (count, a, steps, n, mixing law) in both states (both
+    are built by the same deterministic merge, so they must agree exactly)."""
+    cw, ch = want.parts_per_secret()[wi], have.parts_per_secret()[hi]
+    ok = cw == ch
+    sw = np.zeros(len(want) + 1, np.int64)
+    np.cumsum(want.parts_per_secret(), out=sw[1:])
+    sh = np.zeros(len(have) + 1, np.int64)
+    np.cumsum(have.parts_per_secret(), out=sh[1:])
+    rows = np.nonzero(ok)[0]
+    cnt = cw[rows]
+    rel = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    pw = np.repeat(sw[wi[rows]], cnt) + rel
+    ph = np.repeat(sh[hi[rows]], cnt) + rel
+    same = ((want.parts.a[pw] == have.parts.a[ph]) & (want.parts.steps[pw] == have.parts.steps[ph])
+            & ls._same_mixture(want.parts, pw, have.parts, ph))
+    nbad = np.bincount(np.repeat(np.arange(rows.size), cnt), weights=~same, minlength=rows.size)
+    ok[rows] = nbad == 0
+    return ok
 
 
 def _state_from_entries(path: Path, entries: list[dict]) -> ls.State:
@@ -233,7 +391,7 @@ def _state_from_entries(path: Path, entries: list[dict]) -> ls.State:
         last[e["run_id"]] = e
     st = ls.State()
     for e in sorted((e for e in last.values() if e.get("status") == "completed"), key=lambda e: e["seq"]):
-        st.add(entry_secrets(path, e))
+        st.add(entry_run(path, e))
     return st
 
 
@@ -270,14 +428,15 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     return append_entry(path, fields, secrets)
 
 
-def append_entry(ledger_path: str | Path, fields: dict, secrets: dict) -> dict:
+def append_entry(ledger_path: str | Path, fields: dict, secrets) -> dict:
     """Append one format-2 entry: `fields` (run_id, status and the run's scalars) and `secrets`
-    ({sid: {"kl", "renyi", "pair"}}) written to a spending file; the carried-forward summary is
+    ({sid: {"kl", "renyi", "pair"}}, or a columnar `ledger_state.Run`) written to a spending file; the carried-forward summary is
     updated from the previous one (module docstring). Returns the entry, with "secrets" added
     for the caller (not stored inline). Raises PolicyError if the ledger fails verification."""
     path = Path(ledger_path)
     if fields.get("status") not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {fields.get('status')!r}")
+    run = secrets if isinstance(secrets, ls.Run) else ls.Run.from_dict(secrets)
     with _locked(path):
         check = verify(path, side_files=False)
         if not check["ok"]:
@@ -289,8 +448,8 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets: dict) -> dict:
         run_file = f"run-{n:08d}.parquet"
         entry = {"v": LEDGER_VERSION, "seq": n, "prev": check["last_hash"],
                  "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields,
-                 "n_secrets": len(secrets),
-                 "spending": {"file": run_file, "sha256": ls.write_run(d / run_file, secrets)}}
+                 "n_secrets": len(run.ids),
+                 "spending": {"file": run_file, "sha256": ls.write_run(d / run_file, run)}}
         last = _last_status(entries)
         prev_summary = entries[-1].get("summary") if entries else None
         rid = str(fields["run_id"])
@@ -299,7 +458,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets: dict) -> dict:
             state = _state_from_entries(path, entries + [entry])
         elif fields["status"] == "completed":
             state = ls.read_state(d / prev_summary["file"]) if prev_summary else ls.State()
-            state.add(secrets)
+            state.add(run)
         else:
             state = None                      # an open run: the summary does not change
         if state is None and prev_summary is not None:
@@ -332,7 +491,7 @@ def _verified_entries(path: Path) -> list[dict]:
     if not check["ok"]:
         raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it")
-    return read_entries(path)
+    return _chain(path)[0]
 
 
 def _last_per_run(entries: list[dict], skip_run: str | None) -> list[dict]:
@@ -347,29 +506,45 @@ def _last_per_run(entries: list[dict], skip_run: str | None) -> list[dict]:
 def spending(ledger_path: str | Path, *, skip_run: str | None = None) -> tuple[dict, dict]:
     """`(spent, pairs)` — what each secret has spent ({sid: (kl nats, {α: Rényi nats})}) and its
     earlier runs' pair records (list, or None where unknown) — over the last entry of every run id
-    except `skip_run`. Reads the newest carried-forward summary plus the open runs' spending files
-    (module docstring); a format-1 ledger, or a `skip_run` that already completed, is composed
-    from the entries. Raises PolicyError if the ledger fails verification."""
+    except `skip_run` (`spending_state`, converted to dicts). Raises PolicyError if the ledger
+    fails verification."""
+    st = spending_state(ledger_path, skip_run=skip_run)
+    return st.spent(), st.pairs()
+
+
+def spending_state(ledger_path: str | Path, *, skip_run: str | None = None) -> ls.State:
+    """What every secret has spent over the last entry of every run id except `skip_run`, as a
+    columnar `ledger_state.State`. Reads the newest carried-forward summary plus the open runs'
+    spending files (module docstring), under a shared lock (an append cannot replace the summary
+    meanwhile); a format-1 ledger, or a `skip_run` that already completed, is composed from the
+    entries (pairs merged as the summary's are). Raises PolicyError if the ledger fails
+    verification."""
     path = Path(ledger_path)
-    entries = _verified_entries(path)
-    if not entries:
-        return {}, {}
-    last = _last_status(entries)
-    summary = entries[-1].get("summary")
-    if summary is None or last.get(skip_run) == "completed":
-        kept = _last_per_run(entries, skip_run)
-        return spent_of(kept, path=path), pairs_of(kept, path=path)
-    state = ls.read_state(side_dir(path) / summary["file"])
-    lasts = {e["run_id"]: e for e in entries}
-    for e in sorted(lasts.values(), key=lambda e: e["seq"]):
-        if e.get("status") == "completed" or e["run_id"] == skip_run:
-            continue
-        if "spending" in e:
-            bad = _check_side(path, e["spending"], f"{path}:{e['seq'] + 1}", "spending")
-            if bad:
-                raise PolicyError(f"{bad[0]}; refusing to plan against it")
-        state.add(entry_secrets(path, e))
-    return state.spent(), dict(state.pairs)
+    with _shared(path):
+        entries = _verified_entries(path)
+        if not entries:
+            return ls.State()
+        last = _last_status(entries)
+        summary = entries[-1].get("summary")
+        if summary is None or last.get(skip_run) == "completed":
+            state = ls.State()
+            for e in sorted(_last_per_run(entries, skip_run), key=lambda e: e["seq"]):
+                state.add(entry_run(path, e))
+            return state
+        try:
+            state = ls.read_state(side_dir(path) / summary["file"])
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            raise PolicyError(f"{path}: ledger summary {summary['file']} unreadable ({exc})") from None
+        lasts = {e["run_id"]: e for e in entries}
+        for e in sorted(lasts.values(), key=lambda e: e["seq"]):
+            if e.get("status") == "completed" or e["run_id"] == skip_run:
+                continue
+            if "spending" in e:
+                bad = _check_side(path, e["spending"], f"{path}:{e['seq'] + 1}", "spending")
+                if bad:
+                    raise PolicyError(f"{bad[0]}; refusing to plan against it")
+            state.add(entry_run(path, e))
+        return state
 
 
 def spent(ledger_path: str | Path) -> dict[str, tuple[float, dict[str, float]]]:
@@ -383,10 +558,7 @@ def spent_of(entries: list[dict], skip_run: str | None = None, *, path: str | Pa
              ) -> dict[str, tuple[float, dict[str, float]]]:
     """`spent` composed from the raw entries (the last of each run id, leaving out `skip_run`);
     `path` (the ledger) is needed to read format-2 entries' spending files."""
-    st = ls.State()
-    for e in _last_per_run(entries, skip_run):
-        st.add(_secrets_for(e, path), merge=False)
-    return st.spent()
+    return raw_state(entries, skip_run, path=path).spent()
 
 
 def spent_pairs(ledger_path: str | Path) -> dict[str, list[dict] | None]:
@@ -400,13 +572,17 @@ def pairs_of(entries: list[dict], skip_run: str | None = None, *, path: str | Pa
              ) -> dict[str, list[dict] | None]:
     """`spent_pairs` composed from the raw entries (every run's pair, unmerged), leaving out
     `skip_run`; `path` as in `spent_of`."""
+    return raw_state(entries, skip_run, path=path).pairs()
+
+
+def raw_state(entries: list[dict], skip_run: str | None = None, *, path: str | Path | None = None
+              ) -> ls.State:
+    """The full composition from the raw entries (the last of each run id, leaving out
+    `skip_run`), pairs unmerged: the reference the carried-forward summary is checked against.
+    `path` (the ledger) is needed to read format-2 entries' spending files (ValueError without)."""
     st = ls.State()
     for e in _last_per_run(entries, skip_run):
-        st.add(_secrets_for(e, path), merge=False)
-    return dict(st.pairs)
-
-
-def _secrets_for(e: dict, path) -> dict:
-    if "spending" in e and path is None:
-        raise ValueError("format-2 ledger entries need the ledger path to read their spending files")
-    return entry_secrets(path, e) if path is not None else e.get("secrets", {})
+        if "spending" in e and path is None:
+            raise ValueError("format-2 ledger entries need the ledger path to read their spending files")
+        st.add(entry_run(path, e) if path is not None else ls.Run.from_dict(e.get("secrets", {})), merge=False)
+    return st

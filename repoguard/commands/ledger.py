@@ -6,13 +6,25 @@ HELP = "show or verify the privacy ledger (hash-chained spending per secret)"
 
 
 def register(parser) -> None:
-    from repoguard.commands._common import add_json_flag, add_path_argument
+    """`ledger show|verify [--deep] [--json] [PATH]`: each action is a subparser of its own, so
+    options go before or after PATH (`ledger verify --json PATH` and `ledger verify PATH --json`
+    alike); `--json` is also accepted before the action."""
+    import argparse
 
-    parser.add_argument("action", choices=("show", "verify"), help="show spending, or verify the chain")
-    parser.add_argument("--deep", action="store_true",
-                        help="verify: also recompute the carried-forward summary from every entry")
-    add_path_argument(parser)
-    add_json_flag(parser)
+    from repoguard.commands._common import add_path_argument, common_options
+
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    acts = parser.add_subparsers(dest="action", metavar="{show,verify}", required=True,
+                                 parser_class=type(parser))
+    for name, text in (("show", "show the runs and what each secret has spent"),
+                       ("verify", "verify the chain, the head and every side file's digest")):
+        p = acts.add_parser(name, help=text, description=text, parents=[common_options(suppress=True)])
+        add_path_argument(p)
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                       help="machine-readable JSON on stdout")
+        if name == "verify":
+            p.add_argument("--deep", action="store_true",
+                           help="also recompute the carried-forward summary from every entry")
 
 
 def run(args) -> int:
@@ -21,8 +33,8 @@ def run(args) -> int:
 
     _repo, _config, out = resolve_repo(args, allow_plain=True)
     path = out / "ledger.jsonl"
-    check = verify(path, deep=getattr(args, "deep", False))
     if args.action == "verify":
+        check = verify(path, deep=getattr(args, "deep", False))
         counts = run_counts(read_entries(path)) if check["ok"] else {}
         if args.json:
             print_json({"ledger": str(path), **check, **counts})
@@ -35,7 +47,7 @@ def run(args) -> int:
             for p in check["problems"]:
                 con.print(f"[red]{p}[/red]")
         return 0 if check["ok"] else 1
-    totals = spent(path)  # raises PolicyError when the chain is broken
+    totals = spent(path)  # raises PolicyError when the chain is broken (verified once, cached)
     runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
                                    "steps_completed", "plan_digest")} for e in read_entries(path)]
     if args.json:
