@@ -8,7 +8,7 @@ resolution) was seen in the clear, so that secret's bound from the earlier run i
 (`exposures.py`). The ledger therefore remembers those ids.
 
 File `clear-<h>.parquet` in the ledger's side directory, one column `example_id` (string, the
-sorted distinct ids, zstd), where h is the first 32 hex digits of the SHA-256 of the ids joined
+sorted distinct ids, zstd, no dictionary), where h is the first 32 hex digits of the SHA-256 of the ids joined
 by "\\n" (UTF-8): the name is the content's address, so the entries of one run (started,
 checkpoints, completed), and later runs whose public phase used the same examples, share one file.
 The entry stores {"file", "sha256" (of the file's bytes), "n" (distinct ids)}.
@@ -52,7 +52,8 @@ def write_ids(path: Path, ids: Sequence[str]) -> str:
     import pyarrow.parquet as pq
 
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(pa.table({COLUMN: pa.array(list(ids), pa.string())}), tmp, compression="zstd")
+    pq.write_table(pa.table({COLUMN: pa.array(list(ids), pa.string())}), tmp, compression="zstd",
+                   use_dictionary=False)
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     digest = file_digest(tmp)
@@ -69,8 +70,9 @@ def read_ids(path: Path) -> list[str]:
 
 
 def contains(path: Path, candidates: Sequence[str]):
-    """bool array (len(candidates),): which candidate ids the file at `path` holds (pyarrow's
-    hash-set `is_in`, so a file of millions of ids is never turned into Python strings).
+    """bool array (len(candidates),): which candidate ids the file at `path` holds. The file's
+    column is probed against a hash set of the candidates (pyarrow `is_in`), so a file of
+    millions of ids is never turned into Python strings; only the matches are.
     Raises OSError/ValueError for an unreadable file."""
     import numpy as np
     import pyarrow as pa
@@ -79,9 +81,9 @@ def contains(path: Path, candidates: Sequence[str]):
 
     if not len(candidates):
         return np.zeros(0, dtype=bool)
-    col = pq.read_table(path, columns=[COLUMN]).column(0).combine_chunks()
-    mask = pc.is_in(pa.array(list(candidates), pa.string()), value_set=col)
-    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+    col = pq.read_table(path, columns=[COLUMN]).column(0)
+    found = set(col.filter(pc.is_in(col, value_set=pa.array(list(candidates), pa.string()))).to_pylist())
+    return np.fromiter((c in found for c in candidates), dtype=bool, count=len(candidates))
 
 
 def store(side: Path, ids: Sequence[str], referenced: dict[str, str]) -> dict:
