@@ -184,9 +184,11 @@ def test_ledger_verify_catches_an_edited_or_removed_clear_file(trained_in_clear,
         _refuse_plan(out)
     from repoguard.plan import load_plan
 
+    files = sorted(side_dir(ledger).iterdir())
     with pytest.raises(PolicyError, match="edited or swapped"):   # never extended past tampering
         record_run(ledger, load_plan(out), run_id="later", steps_completed=0, status="started",
                    clear_example_ids=ids)
+    assert sorted(side_dir(ledger).iterdir()) == files and len(read_entries(ledger)) == 2
     f.unlink()
     rc, _, err = _cli(capsys, "ledger", "verify", str(repo))
     assert rc == 1 and "missing" in err

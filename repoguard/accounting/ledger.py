@@ -325,18 +325,20 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets: dict, *,
         n = check["entries"]
         d = side_dir(path)
         d.mkdir(parents=True, exist_ok=True)
+        clear_ref = None
+        if len(clear_example_ids):               # first: a tampered ids file refuses before any write
+            from repoguard.accounting.clear_ids import store
+
+            known = {str(e["clear"].get("file")): str(e["clear"].get("sha256")) for e in entries
+                     if isinstance(e.get("clear"), dict)}
+            clear_ref = store(d, clear_example_ids, known)
         run_file = f"run-{n:08d}.parquet"
         entry = {"v": LEDGER_VERSION, "seq": n, "prev": check["last_hash"],
                  "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields,
                  "n_secrets": len(secrets),
                  "spending": {"file": run_file, "sha256": ls.write_run(d / run_file, secrets)}}
-        if len(clear_example_ids):
-            from repoguard.accounting.clear_ids import store
-
-            known = {str(e["clear"].get("file")): str(e["clear"].get("sha256")) for e in entries
-                     if isinstance(e.get("clear"), dict)}
-            entry["v"] = CLEAR_VERSION
-            entry["clear"] = store(d, clear_example_ids, known)
+        if clear_ref is not None:
+            entry["v"], entry["clear"] = CLEAR_VERSION, clear_ref
         last = _last_status(entries)
         prev_summary = entries[-1].get("summary") if entries else None
         rid = str(fields["run_id"])
