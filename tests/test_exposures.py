@@ -288,3 +288,24 @@ def test_valid_acknowledgements_parse(tmp_path):
     p = tmp_path / "repoguard.toml"
     p.write_text('[ledger]\nacknowledged_exposures = ["alpha", "credential:jwt:3b27efa9d28e@train-20261123T1-ab"]\n')
     assert load_config(p).ledger.acknowledged_exposures == ("alpha", "credential:jwt:3b27efa9d28e@train-20261123T1-ab")
+
+
+@pytest.mark.slow
+def test_run_after_acknowledging_trains_and_reports_bound_one(trained_in_clear, capsys):
+    """`repoguard run` plans with the acknowledged exposure, the trainer's guard accepts it, and
+    the summary, privacy report and report all give the secret bound 1."""
+    repo, out, _ = trained_in_clear
+    _declare(repo, NEW_SECRET + '\n[ledger]\nacknowledged_exposures = ["weekly-digest"]\n')
+    rc, text, err = _cli(capsys, "run", str(repo), "--json", "--steps", "2", "--batch-size", "8",
+                         "--max-length", "64", "--seed", "0")
+    assert rc == 0, err
+    s = json.loads(text)
+    assert [(x["secret"], x["run_id"], x["acknowledged"]) for x in s["exposures"]] == [
+        ("weekly-digest", "two-phase-1", True)]
+    report = json.loads((out / "train" / "privacy_report.json").read_text())
+    row = next(x for x in report["secrets"] if x["id"] == "weekly-digest")
+    assert row["achieved_bound"] == 1.0 and row["binding"] == "exposed"
+    runs = {e["run_id"]: e["status"] for e in read_entries(out / "ledger.jsonl")}
+    assert runs.pop("two-phase-1") == "completed" and list(runs.values()) == ["completed"]
+    html = Path(s["report"]).read_text()
+    assert "exposed by a clear phase" in html and "weekly-digest" in html
