@@ -6,7 +6,7 @@ empty path list or a duplicate secret id is an `InputError` whose one line names
 line and the key: `repoguard.toml:14: secret[1].r: must be > p (p = 0.001, r = 0.0001)`.
 
 Sections: `[defaults]`, `[levels]`, `[corpus]`, `[[secret]]` (with `[secret.propagate]`), and one
-section per later stage (`[scan]`, `[analyzers]`, `[plan]`, `[training]`). A stage that needs new
+section per later stage (`[scan]`, `[analyzers]`, `[plan]`, `[training]`, `[ledger]`). A stage that needs new
 settings adds a field to its section's dataclass here; the parser needs no other change.
 
 (p, r) is the pair of Hush Def. 3.1: an adversary whose prior probability of reconstructing the
@@ -148,6 +148,15 @@ class TrainingConfig:
 
 
 @dataclass(frozen=True)
+class LedgerConfig:
+    """`[ledger]`. `acknowledged_exposures`: secrets whose exposure by an earlier run's public
+    (clear) phase the user accepts (`accounting/exposures.py`): "SECRET" for every run, or
+    "SECRET@RUN" for one run. Until then `plan` and `run` refuse to plan for them."""
+
+    acknowledged_exposures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole resolved config. `path` is None when defaults are used (no file)."""
 
@@ -160,6 +169,7 @@ class Config:
     analyzers: AnalyzersConfig = AnalyzersConfig()
     plan: PlanConfig = PlanConfig()
     training: TrainingConfig = TrainingConfig()
+    ledger: LedgerConfig = LedgerConfig()
 
     def secret(self, secret_id: str) -> SecretConfig:
         for s in self.secrets:
@@ -181,9 +191,12 @@ _SECTIONS: dict[str, type] = {
     "analyzers": AnalyzersConfig,
     "plan": PlanConfig,
     "training": TrainingConfig,
+    "ledger": LedgerConfig,
 }
 _TOP_KEYS = {"defaults", "levels", "secret", *_SECTIONS}
 _SECRET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# "SECRET" or "SECRET@RUN": declared ids, credential ids ("credential:rule:hash"), run ids
+_ACK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*(@[A-Za-z0-9][A-Za-z0-9._:-]*)?$")
 
 
 # -- loading --------------------------------------------------------------------------------------
@@ -388,6 +401,11 @@ class _Validator:
         for k in ("eval_every", "eval_max_lines") if name == "training" else ():
             if getattr(s, k) < 0:
                 self.fail(f"training.{k}", "must be ≥ 0", table=name, key=k)
+        for i, v in enumerate(s.acknowledged_exposures if name == "ledger" else ()):
+            if not _ACK.match(v):
+                self.fail(f"ledger.acknowledged_exposures[{i}]", f'{v!r} is not "SECRET" or "SECRET@RUN" '
+                          "(a secret id, optionally @ the run id that exposed it)", table=name,
+                          key="acknowledged_exposures")
         if name == "plan" and s.holdout_min_files < 0:
             self.fail("plan.holdout_min_files", "must be ≥ 0", table=name, key="holdout_min_files")
 

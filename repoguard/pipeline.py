@@ -287,6 +287,7 @@ def summarize(ctx: Context) -> dict:
         "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
         "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
         "binding_secret": plan.get("binding_secret"),
+        "exposures": plan.get("exposures", []),
         "adapter": train.get("adapter"), "run_id": train.get("run_id"),
         "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
         "ledger": str(ctx.ledger),

@@ -164,7 +164,8 @@ class plan:
     def inputs(ctx):
         _, foreign = ledger_heads(ctx.ledger, _own_runs(ctx))
         return {"incidence": _out(ctx, "analyze"), "params": _plan_params(ctx), "ledger": foreign,
-                "budget_fraction": ctx.settings.budget_fraction}
+                "budget_fraction": ctx.settings.budget_fraction,
+                "acknowledged_exposures": sorted(ctx.config.ledger.acknowledged_exposures)}
 
     @staticmethod
     def execute(ctx):
@@ -184,6 +185,10 @@ class plan:
             warn(inc.summary.get("unmatched") or {})
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
         before, pairs = spending(ctx.ledger)
+        from repoguard.accounting.exposures import mark_plan, plan_exposures
+
+        exposures, clear_runs = plan_exposures(ctx.ledger, inc, ctx.config.ledger.acknowledged_exposures,
+                                               config_path=ctx.config_path)
         frac = ctx.settings.budget_fraction
         if not 0 < frac <= 1:
             raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
@@ -200,6 +205,7 @@ class plan:
                 prog.close()
         p.extra["ledger_head"] = head
         p.extra["budget_fraction"] = frac
+        mark_plan(p, exposures, clear_runs)
         target = save_plan(p, ctx.out)
         s = plan_summary(p, target)
         ratios = [x.achieved_bound / true_r[x.id] for x in p.secrets]   # against the configured r
@@ -209,7 +215,8 @@ class plan:
                 "positive_fraction": float((p.w > 0).mean()) if n else None,
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,
-                "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target)}
+                "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target),
+                "exposures": s["exposures"]}
 
     @staticmethod
     def outputs(ctx):
@@ -219,7 +226,9 @@ class plan:
     def describe(info):
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
                 f"retained Σw/n = {info['retained_fraction']:.3f}, achieved/target bound "
-                f"{info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}")
+                f"{info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}"
+                + (f"; {len(info['exposures'])} acknowledged exposure(s) by a clear phase (bound 1): "
+                   + ", ".join(sorted({x['secret'] for x in info['exposures']})) if info.get("exposures") else ""))
 
 
 # -- train ----------------------------------------------------------------------------------------

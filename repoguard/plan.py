@@ -28,7 +28,9 @@ class SecretPlan:
     "pld:ε", the Neyman–Pearson bound of `accounting/pld.py`); `kl_spent` (nats) and
     `renyi_spent` ({α: nats}) are this run's divergences, T steps composed; `pair` this run's
     dominating pair for the ledger (`pld.pair_record`; None when no example of the secret can be
-    sampled); `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i."""
+    sampled); `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i. A secret exposed by an earlier
+    run's public phase (`accounting/exposures.py`) has `achieved_bound` 1 and `binding`
+    "exposed"; `dp_bound` is then the bound the divergences alone would give (None otherwise)."""
 
     id: str
     p: float
@@ -40,6 +42,7 @@ class SecretPlan:
     n_examples: int
     sum_w: float
     pair: dict | None = None
+    dp_bound: float | None = None
 
 
 @dataclass

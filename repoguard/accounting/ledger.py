@@ -11,6 +11,8 @@ format version 2): one JSON object per line,
      for a test run whose batches and noise derive from a seed and so carry no guarantee),
      "spending": {"file": "run-<k>.parquet", "sha256"},     per-secret spending of this entry
      "summary": {"file": "summary-<k>.parquet", "sha256"},  state carried forward (below)
+     "clear": {"file": "clear-<h>.parquet", "sha256", "n"}  (optional; then "v" is 3) the ids
+              of the examples a public phase trained on without noise (`clear_ids.py`)
      "hash": <sha256>}
 
 Side files live in `ledger.jsonl.d/` beside the (symlink-resolved) ledger; their layout is in
@@ -57,7 +59,7 @@ import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -66,7 +68,8 @@ from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError, PolicyError
 
 LEDGER_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+CLEAR_VERSION = 3        # an entry with a "clear" reference: older readers must refuse, not ignore it
+READABLE_VERSIONS = (1, 2, 3)
 GENESIS = "0" * 64
 STATUSES = ("started", "running", "completed", "interrupted", "failed")
 
@@ -279,12 +282,16 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
         except PolicyError as exc:
             return {"ok": False, "entries": None, "problems": [str(exc)], "notes": [], "last_hash": None}
         problems = list(chain_problems)
+        clear_seen: set[str] = set()
         for k, e in enumerate(entries):
             where = f"{path}:{k + 1}"
             if "spending" in e and (side_files or k == len(entries) - 1):
                 problems += _check_side(path, e["spending"], where, "spending")
             if "summary" in e and k == len(entries) - 1:
                 problems += _check_side(path, e["summary"], where, "summary")
+            if "clear" in e and (side_files or k == len(entries) - 1) and repr(e["clear"]) not in clear_seen:
+                clear_seen.add(repr(e["clear"]))       # a run's records share one file: hash it once
+                problems += _check_clear(path, e["clear"], where, deep=deep)
         if deep and not problems and entries and "summary" in entries[-1]:
             problems += _deep_check(path, entries)
     return {"ok": not problems, "entries": len(entries), "problems": problems, "notes": list(notes),
@@ -328,6 +335,18 @@ def _check_chain(path: Path, entries: list[dict]) -> tuple[list[str], list[str],
     elif entries:
         problems.append(f"{head}: missing head file (ledger truncated or replaced?)")
     return problems, notes, (prev if entries else GENESIS)
+
+
+def _check_clear(path: Path, ref, where: str, *, deep: bool) -> list[str]:
+    """Problems with a clear-phase ids file: missing or edited (digest), and with `deep` ids
+    that no longer hash to the file's content-addressed name."""
+    bad = _check_side(path, ref, where, "clear-phase ids")
+    if bad or not deep:
+        return bad
+    from repoguard.accounting.clear_ids import check_content
+
+    problem = check_content(side_dir(path) / str(ref["file"]))
+    return [f"{where}: {problem}"] if problem else []
 
 
 def _deep_check(path: Path, entries: list[dict]) -> list[str]:
@@ -400,12 +419,17 @@ def _finite(x: float) -> bool:
 
 
 def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
-               randomness: str | None = None) -> dict:
+               randomness: str | None = None, clear_example_ids: Sequence[str] = ()) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
     (they then count as +inf). `randomness` (when given) records where the run's batches and noise
-    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee). Raises InputError for bad arguments and PolicyError if the ledger
-    fails verification (a tampered ledger is never extended)."""
+    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee).
+    `clear_example_ids` (when non-empty) are the ids of the examples a public phase of this run
+    trained on without noise [Shi et al. 2022 §3]: stored in a content-addressed side file
+    (`clear_ids.py`) whose digest the entry carries, so a later analysis that ties one of them to
+    a secret reports that secret as exposed (`exposures.py`). Raises InputError for bad arguments
+    (including a clear id that is not a training example of `plan`, or a held-out one) and
+    PolicyError if the ledger fails verification (a tampered ledger is never extended)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
     if not 0 <= steps_completed <= plan.steps:
@@ -425,14 +449,29 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
     if randomness is not None:
         fields["randomness"] = str(randomness)
-    return append_entry(path, fields, secrets)
+    if len(clear_example_ids):
+        _check_clear_ids(plan, clear_example_ids)
+    return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids)
 
 
-def append_entry(ledger_path: str | Path, fields: dict, secrets) -> dict:
+def _check_clear_ids(plan, ids: Sequence[str]) -> None:
+    """A public phase trains on the plan's training examples only (never a held-out one)."""
+    row = {e: i for i, e in enumerate(plan.example_ids)}
+    test = plan.test_mask
+    foreign = [str(e) for e in ids if str(e) not in row]
+    held = [str(e) for e in ids if str(e) in row and test[row[str(e)]]]
+    for bad, what in ((foreign, "not examples of the plan"), (held, "held-out examples")):
+        if bad:
+            raise InputError(f"ledger: {len(bad)} clear-phase example id(s) are {what}, e.g. {bad[0]!r}")
+
+
+def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
+                 clear_example_ids: Sequence[str] = ()) -> dict:
     """Append one format-2 entry: `fields` (run_id, status and the run's scalars) and `secrets`
     ({sid: {"kl", "renyi", "pair"}}, or a columnar `ledger_state.Run`) written to a spending file; the carried-forward summary is
-    updated from the previous one (module docstring). Returns the entry, with "secrets" added
-    for the caller (not stored inline). Raises PolicyError if the ledger fails verification."""
+    updated from the previous one (module docstring). Non-empty `clear_example_ids` add the
+    "clear" reference (format 3, `record_run`). Returns the entry, with "secrets" added for the
+    caller (not stored inline). Raises PolicyError if the ledger fails verification."""
     path = Path(ledger_path)
     if fields.get("status") not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {fields.get('status')!r}")
@@ -445,11 +484,20 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets) -> dict:
         n = check["entries"]
         d = side_dir(path)
         d.mkdir(parents=True, exist_ok=True)
+        clear_ref = None
+        if len(clear_example_ids):               # first: a tampered ids file refuses before any write
+            from repoguard.accounting.clear_ids import store
+
+            known = {str(e["clear"].get("file")): str(e["clear"].get("sha256")) for e in entries
+                     if isinstance(e.get("clear"), dict)}
+            clear_ref = store(d, clear_example_ids, known)
         run_file = f"run-{n:08d}.parquet"
         entry = {"v": LEDGER_VERSION, "seq": n, "prev": check["last_hash"],
                  "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields,
                  "n_secrets": len(run.ids),
                  "spending": {"file": run_file, "sha256": ls.write_run(d / run_file, run)}}
+        if clear_ref is not None:
+            entry["v"], entry["clear"] = CLEAR_VERSION, clear_ref
         last = _last_status(entries)
         prev_summary = entries[-1].get("summary") if entries else None
         rid = str(fields["run_id"])

@@ -1,4 +1,5 @@
-"""`repoguard ledger show|verify`: the hash-chained record of what each secret has spent."""
+"""`repoguard ledger show|verify`: the hash-chained record of what each secret has spent, and the
+secrets exposed by runs that trained in the clear (`accounting/exposures.py`)."""
 from __future__ import annotations
 
 NAME = "ledger"
@@ -28,10 +29,11 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    from repoguard.accounting.exposures import ledger_exposures
     from repoguard.accounting.ledger import read_entries, spent, verify
     from repoguard.commands._common import make_console, print_json, resolve_repo
 
-    _repo, _config, out = resolve_repo(args, allow_plain=True)
+    _repo, config, out = resolve_repo(args, allow_plain=True)
     path = out / "ledger.jsonl"
     if args.action == "verify":
         check = verify(path, deep=getattr(args, "deep", False))
@@ -48,11 +50,12 @@ def run(args) -> int:
                 con.print(f"[red]{p}[/red]")
         return 0 if check["ok"] else 1
     totals = spent(path)  # raises PolicyError when the chain is broken (verified once, cached)
+    exp = ledger_exposures(path, out, config.ledger.acknowledged_exposures)
     runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
                                    "steps_completed", "plan_digest")} for e in read_entries(path)]
     if args.json:
         print_json({"ledger": str(path), "runs": runs,
-                    "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}})
+                    "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}, **exp})
         return 0
     if not args.quiet:
         from rich.table import Table
@@ -71,6 +74,7 @@ def run(args) -> int:
         for k, (kl, ren) in sorted(totals.items()):
             t.add_row(k, f"{kl:.4g}", str(len(ren)))
         con.print(t)
+        _print_exposures(con, exp)
     return 0
 
 
@@ -98,3 +102,31 @@ def describe_counts(c: dict) -> str:
         runs += " (" + ", ".join(f"{n} {st}" for st, n in c["final_status"].items()) + ")"
     return (f"{runs}; {c['records']} record{'s' if c['records'] != 1 else ''}, "
             f"{c['checkpoint_records']} of them checkpoint record{'s' if c['checkpoint_records'] != 1 else ''}")
+
+
+def _print_exposures(con, exp: dict) -> None:
+    """The runs that trained in the clear and, against the current incidence, the secrets they
+    exposed (bound 1)."""
+    from rich.table import Table
+
+    if not exp["clear_runs"]:
+        return
+    t = Table(title="runs with a public phase (trained in the clear)")
+    for col in ("run", "time", "examples"):
+        t.add_column(col)
+    for r in exp["clear_runs"]:
+        t.add_row(r["run_id"], r["time"], str(r["n_examples"]))
+    con.print(t)
+    if exp["exposures"] is None:
+        con.print("exposures: no incidence in the output directory (run `repoguard analyze`)")
+        return
+    if not exp["exposures"]:
+        con.print("exposures: none (no example trained in the clear is tied to a secret)")
+        return
+    t = Table(title="exposed secrets (bound 1: trained in the clear by an earlier run)")
+    for col in ("secret", "run", "time", "examples", "e.g.", "acknowledged"):
+        t.add_column(col, overflow="fold")
+    for x in exp["exposures"]:
+        t.add_row(x["secret"], x["run_id"], x["time"], str(x["n_examples"]), ", ".join(x["examples"][:2]),
+                  "yes" if x["acknowledged"] else "NO")
+    con.print(t)

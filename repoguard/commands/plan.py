@@ -48,6 +48,10 @@ def run(args) -> int:
     from repoguard.evaluation.split import split_from_config
     split = split_from_config(inc.example_ids, pc)
     ledger, pairs = spending(out / "ledger.jsonl")
+    from repoguard.accounting.exposures import mark_plan, plan_exposures
+
+    exposures, clear_runs = plan_exposures(out / "ledger.jsonl", inc, config.ledger.acknowledged_exposures,
+                                           config_path=config.path)
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
     progress = None if (args.quiet or args.json) else _Progress()
@@ -61,6 +65,7 @@ def run(args) -> int:
         if progress is not None:
             progress.close()
     plan.extra["ledger_head"] = head
+    mark_plan(plan, exposures, clear_runs)
     target = save_plan(plan, out)
     summary = plan_summary(plan, target)
     if args.json:
@@ -72,7 +77,8 @@ def run(args) -> int:
 
 def plan_summary(plan, target) -> dict:
     """The JSON `repoguard plan --json` prints."""
-    tight = max(plan.secrets, key=lambda s: s.achieved_bound / s.r, default=None)
+    tight = max(plan.secrets, key=lambda s: (s.achieved_bound if s.dp_bound is None else s.dp_bound) / s.r,
+                default=None)   # the secret that sets σ (an exposed secret's bound is 1 whatever σ)
     return {
         "plan_dir": str(target), "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
         "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
@@ -83,10 +89,10 @@ def plan_summary(plan, target) -> dict:
         "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
         "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
-        "sweep": plan.extra.get("sweep"),
+        "sweep": plan.extra.get("sweep"), "exposures": plan.extra.get("exposures", []),
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
                      "binding": s.binding, "kl_spent": s.kl_spent, "n_examples": s.n_examples,
-                     "sum_w": s.sum_w} for s in plan.secrets],
+                     "sum_w": s.sum_w, "dp_bound": s.dp_bound} for s in plan.secrets],
     }
 
 
@@ -133,6 +139,10 @@ def _print(plan, summary) -> None:
         t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", f"{s.p:.2g}", f"{s.r:.3g}",
                   f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
     con.print(t)
+    from repoguard.accounting.exposures import print_lines
+
+    for line in print_lines(summary.get("exposures") or []):
+        con.print(line, markup=False)
     kl = summary.get("sigma_paper_kl")
     ratio = summary.get("sigma_ratio_kl_over_this")
     lp = summary["lp"]

@@ -200,7 +200,8 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                        "adjacency": plan.adjacency, "n_examples": len(plan.example_ids),
                        "sum_w": float(plan.w.sum()), "retained": float(np.mean(plan.w > 0)) if plan.w.size else 0.0,
                        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
-                       "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule")}
+                       "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
+                       "exposures": plan.extra.get("exposures", [])}
         doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts)
         doc["sweep"] = [{k: r.get(k) for k in ("c", "frac_positive", "sum_w", "sigma", "score")}
                         for r in plan.extra.get("sweep", [])]

@@ -76,6 +76,9 @@ def _summary(doc: dict) -> str:
     if pr.get("private"):   # where the batches and the noise came from (training.randomness)
         cards.append(_card("batches and noise", "INSECURE: reproducible test run, no guarantee"
                            if pr.get("insecure_reproducible") else "OS entropy (secret)"))
+    if p and p.get("exposures"):
+        cards.append(_card("exposed by a clear phase (bound 1)",
+                           ", ".join(sorted({_e(x["secret"]) for x in p["exposures"]}))))
     led = doc.get("ledger")
     if led is not None:
         cards.append(_card("ledger", ("verified, " if led["ok"] else "FAILS verification, ") + f'{led.get("entries")} entries'))
@@ -117,7 +120,9 @@ def _secrets(s: dict | None) -> str:
             'that gave the tightest bound: <code>kl</code> (the KL divergence, Hush Lemma 3.2), '
             '<code>renyi:α</code> (the Rényi divergence of order α, e.g. <code>renyi:1.4</code>), or '
             '<code>pld:ε</code> (the Neyman–Pearson bound r ≤ e<sup>ε</sup>·p + δ(ε) from the privacy-loss '
-            'distribution, attained at that ε, e.g. <code>pld:13.5</code>). <b>KL spent</b> is the KL '
+            'distribution, attained at that ε, e.g. <code>pld:13.5</code>), or <code>exposed</code>: an '
+            'earlier run trained on some of the secret\'s examples in the clear (a public phase, before they '
+            'were tied to it), so its bound is 1 whatever the noise. <b>KL spent</b> is the KL '
             'divergence this run (and the ledger, all runs) spent on the secret, in nats (natural-log '
             'units; 1 nat ≈ 1.44 bits). <b>Σw</b> is the sum of the LP weights w ∈ [0, 1] of the '
             'secret\'s examples: how many examples\' worth of it is sampled at full rate.</p>'

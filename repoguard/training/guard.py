@@ -8,9 +8,12 @@ plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks t
    without the field is taken as made against an empty ledger;
 2. independently, the cumulative bound recomputed from the ledger (every other run's last entry,
    `repoguard.accounting.ledger` semantics) plus this plan's divergences stays ≤ r_j for every
-   secret [Hush Lemma 3.2, KL and Rényi divergences adding across runs].
+   secret [Hush Lemma 3.2, KL and Rényi divergences adding across runs];
+3. no secret is exposed by an earlier run's public (clear) phase without the user's
+   acknowledgement, and every such run in the ledger was covered by the plan's exposure check
+   (`repoguard.accounting.exposures.guard_problem`).
 
-Either failure is a PolicyError naming the secrets. Entries are appended with
+Any failure is a PolicyError naming the secrets. Entries are appended with
 `repoguard.accounting.ledger.record_run`; the last entry of a run id is what counts, so a run
 records "running" at each checkpoint, "interrupted"/"failed" when it stops and "completed" before
 its adapter is published; a resume continues under the same run id.
@@ -71,6 +74,11 @@ class LedgerGuard:
                               "recorded after this plan was made; its σ no longer keeps every secret's "
                               "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
                               "interrupted run of this plan)")
+        from repoguard.accounting.exposures import guard_problem
+
+        problem = guard_problem(plan, self.path, own_run=own_run)
+        if problem:
+            raise PolicyError(f"{self.path}: {problem}; refusing to train")
         spent, pairs = mod.spending(self.path, skip_run=own_run)
         over = exceeded(plan, spent, pairs)
         if over:
@@ -79,11 +87,12 @@ class LedgerGuard:
                               f"{len(over)} secret(s): {desc}. Re-run `repoguard plan`")
 
     def record(self, plan, *, run_id: str, steps_completed: int, status: str,
-               randomness: str | None = None) -> None:
+               randomness: str | None = None, clear_example_ids=()) -> None:
         """Append an entry for `run_id` (cumulative steps of the run); `randomness` is the run's
-        mode (`training.randomness`: "os-entropy", or "insecure-reproducible" for a test run)."""
+        mode (`training.randomness`: "os-entropy", or "insecure-reproducible" for a test run);
+        `clear_example_ids` the examples a public phase trained on without noise (`record_run`)."""
         self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
-                                  status=status, randomness=randomness)
+                                  status=status, randomness=randomness, clear_example_ids=clear_example_ids)
 
 
 def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
