@@ -4,12 +4,16 @@ DP / --no-dp pair trained with a canary planted (built once per pytest process, 
 The test secret `canary-test` covers trading/alpha/, services/risk/ and libs/pricing/ (22
 examples) with prior p = 16^-10 (a uniformly random 10-hex-digit canary) and target r = 1e-9.
 c = 2^40 keeps every example at w = 1, so each has ρ = B/n (the canary is seen ~T·Σρ ≈ 109
-times); σ is calibrated by the real accountant. The embedded tiny model gets LoRA on q, v and
-lm_head: with a frozen random head behind RMSNorm the logits cannot sharpen enough to memorise.
+times); σ is calibrated by the real accountant. The canary pair trains what `repoguard audit
+canaries` trains by default: the embedded base pretrained on the standard library
+(`training.base_model`, cached once per test session) with LoRA on the detected q, v.
+`training_config()` adapts lm_head too: the risk test's base, pretrained on a few fixture files
+for 300 steps, cannot memorise the canary within 200 steps at lr 1e-2 through q, v alone.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 
 SECRET = "canary-test"
@@ -78,9 +82,10 @@ def canary_pair(repo_root: Path, tmp_root: Path):
         plan, inc = prepare_out(repo_root, out)
         n = int((plan.rho[inc.examples_of(SECRET)] > 0).sum())
         with one_thread():
-            doc, runs = run_canary_audit(out=out, root=repo_root, cfg=training_config(), secret_id=SECRET,
+            cfg = dataclasses.replace(training_config(), lora_targets=())     # the command's default
+            doc, runs = run_canary_audit(out=out, root=repo_root, cfg=cfg, secret_id=SECRET,
                                          n_insert=n, n_references=N_REFERENCES, seed=0, noise_seed=1,
-                                         device="cpu", tiny_size=tiny_size(), return_runs=True)
+                                         device="cpu", return_runs=True)
         _CACHE["pair"] = (out, doc, runs)
     return _CACHE["pair"]
 
