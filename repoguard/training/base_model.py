@@ -108,6 +108,18 @@ def corpus_digest(corpus: list[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
+_DIGESTS: dict = {}
+
+
+def _stdlib_digest() -> str:
+    """`corpus_digest(stdlib_corpus())`, read once per process (the library does not change while
+    a process runs)."""
+    root = str(stdlib_root())
+    if root not in _DIGESTS:
+        _DIGESTS[root] = corpus_digest(stdlib_corpus())
+    return _DIGESTS[root]
+
+
 def cache_root() -> Path:
     """`$REPOGUARD_CACHE_DIR`, else `$XDG_CACHE_HOME/repoguard`, else `~/.cache/repoguard`."""
     if os.environ.get("REPOGUARD_CACHE_DIR"):
@@ -134,8 +146,8 @@ def ensure_base(*, config: PretrainConfig = DEFAULT, cache_dir: Path | None = No
     building it first when absent, half-written or corrupt.
 
     Raises InputError when the cache directory cannot be created or a corrupt entry not removed."""
-    corpus = corpus if corpus is not None else stdlib_corpus()
-    key = cache_key(corpus_digest(corpus), config)
+    digest = corpus_digest(corpus) if corpus is not None else _stdlib_digest()
+    key = cache_key(digest, config)
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     final = root / f"base-{key}"
     if _valid(final, key):
@@ -159,6 +171,7 @@ def ensure_base(*, config: PretrainConfig = DEFAULT, cache_dir: Path | None = No
         if final.exists():
             log.warning("%s: incomplete or corrupt embedded base model; rebuilding it", final)
             _remove(final)
+        corpus = corpus if corpus is not None else stdlib_corpus()
         log.info("building the embedded base model (tiny Llama pretrained on %d standard-library files, "
                  "%d steps; once per machine) into %s", len(corpus), config.steps, final)
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".base-{key}-"))
