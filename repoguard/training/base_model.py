@@ -180,6 +180,7 @@ def ensure_base(*, config: PretrainConfig = DEFAULT, cache_dir: Path | None = No
             meta.update(key=key, format=FORMAT,
                         files={p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            os.chmod(tmp, 0o755)        # mkdtemp makes it 0700; the model is public (a shared cache)
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
