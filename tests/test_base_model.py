@@ -23,8 +23,8 @@ SMALL = bm.PretrainConfig(size=TinyConfig(vocab_size=300, hidden_size=16, interm
 
 @pytest.fixture(scope="module")
 def small_corpus():
-    """The first 40 files of the real standard-library corpus."""
-    return bm.stdlib_corpus()[:40]
+    """The first 40 files of the real standard-library corpus, each cut to 4 000 characters."""
+    return [(p, t[:4000]) for p, t in bm.stdlib_corpus()[:40]]
 
 
 def test_corpus_is_the_standard_library_without_tests_and_generated_tables():
@@ -102,7 +102,8 @@ from repoguard.training import base_model as bm
 from repoguard.training.model import TinyConfig
 cfg = bm.PretrainConfig(size=TinyConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_layers=1,
                                         num_heads=2, max_position=64), steps=40, batch_size=2, seq_len=32)
-d = bm.ensure_base(config=cfg, cache_dir=Path(sys.argv[1]), corpus=bm.stdlib_corpus()[:40], show_progress=False)
+d = bm.ensure_base(config=cfg, cache_dir=Path(sys.argv[1]), corpus=[(p, t[:4000]) for p, t in bm.stdlib_corpus()[:40]],
+                   show_progress=False)
 print(json.dumps({"dir": str(d), "builds": bm.builds}))
 """
 
