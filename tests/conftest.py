@@ -1,8 +1,12 @@
-"""Shared fixtures: the fixture monorepo, built once per session by fixtures/build_monorepo.py."""
+"""Shared fixtures: the fixture monorepo, built once per session by fixtures/build_monorepo.py, and
+the embedded base model's cache (built at most once, shared by every xdist worker and by the CLI
+subprocesses tests start)."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))     # repo_tools, audit_setup: shared with bench/
 
 from repo_tools import builder, git  # noqa: E402,F401  (tests import `git` from conftest)
+
+def pytest_configure(config):
+    """Every test (and every `repoguard` subprocess) finds the embedded base model in one cache
+    outside the user's home: `$REPOGUARD_CACHE_DIR` when set (CI may keep it between runs), else a
+    per-user directory in the temp dir. Its entries are keyed by corpus/config digest and built
+    under a file lock, so parallel workers build the base once and never see a half-written one."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    os.environ.setdefault("REPOGUARD_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"repoguard-test-cache-{uid}"))
+
+
+@pytest.fixture(scope="session")
+def embedded_base_dir() -> Path:
+    """The cached embedded base model (`training.base_model.ensure_base`, default config), built
+    first if this machine has none (~1.5 min on one core, once)."""
+    from repoguard.training.base_model import ensure_base
+
+    return ensure_base(show_progress=False)
 
 
 @pytest.fixture(scope="session")

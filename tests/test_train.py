@@ -310,7 +310,7 @@ def test_train_command_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_sigterm_records_the_spent_steps_and_resume_finishes(tmp_path):
+def test_sigterm_records_the_spent_steps_and_resume_finishes(tmp_path, embedded_base_dir):
     """A scheduler's SIGTERM mid-run: exit 130, the ledger holds the run as interrupted with the
     steps it computed; `--resume` completes the same run id to T steps."""
     pytest.importorskip("repoguard.accounting.ledger")

@@ -1,6 +1,6 @@
 """A DP run and a --no-dp run with identical settings, for auditing (Hush §5.2 compares the two).
 
-Built only from the training stage's public functions (`build_tiny_model`/`load_model`,
+Built only from the training stage's public functions (`embedded_base`/`load_model`,
 `apply_lora`, `tokenize`, `trainer.train` with `publish=False`): same base weights, same LoRA
 initialisation, same Poisson sampler seed and ρ, same learning rate and steps; the DP run clips to
 C and adds N(0, σ²C²) per step, the other does neither. Both are seeded (the trainer's
@@ -50,27 +50,30 @@ def train_pair(*, plan, texts: Sequence[str], public: Sequence[str], cfg, log_di
 
     Args:
         plan: `repoguard.plan.Plan` (ρ, σ, B, T, C). texts: training texts, credentials already
-            redacted (canaries inserted where wanted). public: tokenizer training texts.
-        cfg: `repoguard.config.TrainingConfig` (model, max_length, LoRA, lr, micro-batch size).
+            redacted (canaries inserted where wanted). public: the tokenizer texts of `tiny_size`.
+        cfg: `repoguard.config.TrainingConfig` (model, max_length, LoRA, lr, micro-batch size);
+            no `cfg.model` → the embedded pretrained base (`training.base_model`).
         log_dir: `OUT/audit/<name>`; each run logs to `log_dir/<label>/train_log.jsonl`.
         steps: ≤ the plan's T (None = T). seed: base weights, LoRA init and sampler.
         noise_seed: the DP noise (fixed here: an audit must be reproducible).
-        tiny_size: `training.model.TinyConfig` for the embedded model (None: default size).
+        tiny_size: tests only — a *random* tiny model of this `training.model.TinyConfig` with its
+            tokenizer fitted on `public` instead of the embedded pretrained base.
 
     Raises InputError (bad model dir, steps > T) like `repoguard train`."""
     from repoguard.training.data import tokenize
-    from repoguard.training.model import (TinyConfig, apply_lora, build_tiny_model, limit_cpu_threads, load_model,
-                                          pick_device)
+    from repoguard.training.base_model import embedded_base
+    from repoguard.training.model import apply_lora, build_tiny_model, limit_cpu_threads, load_model, pick_device
     from repoguard.training.trainer import TrainSettings, train
 
     dev = pick_device(device)
     limit_cpu_threads(dev)
     if cfg.model:
         base, tok = load_model(cfg.model, device=dev)
-    else:
-        size = tiny_size or TinyConfig(max_position=max(512, cfg.max_length))
-        base, tok = build_tiny_model(list(public), seed=seed, size=size)
+    elif tiny_size is not None:
+        base, tok = build_tiny_model(list(public), seed=seed, size=tiny_size)
         base = base.to(dev)
+    else:
+        base, tok = embedded_base(max_length=cfg.max_length, device=dev, show_progress=show_progress)
     seqs = tokenize(list(texts), tok, max_length=cfg.max_length)
     total = plan.steps if steps is None else int(steps)
     models, reports = {}, {}

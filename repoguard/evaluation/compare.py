@@ -92,8 +92,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
-    from repoguard.training.model import (TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model,
-                                          limit_cpu_threads, load_model)
+    from repoguard.training.base_model import embedded_base
+    from repoguard.training.model import TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model
     from repoguard.training.trainer import TrainSettings, plan_fingerprint, train
 
     base_plan = load_plan(out)
@@ -107,9 +107,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     if cfg.model:
         base, tok = load_model(cfg.model, device=device)
     else:
-        tied = incidence.matrix.getnnz(axis=1) > 0
-        public = [t for t, bad in zip(texts, tied | base_plan.test_mask) if not bad]
-        base, tok = build_tiny_model(public, seed=cfg.seed, size=TinyConfig(max_position=max(512, cfg.max_length)))
+        base, tok = embedded_base(max_length=cfg.max_length, show_progress=show_progress)
     seqs = tokenize(texts, tok, max_length=cfg.max_length)
     total = steps or base_plan.steps
     if not 1 <= total <= base_plan.steps:

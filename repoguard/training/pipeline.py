@@ -2,8 +2,8 @@
 
 Reads `OUT/plan/` (ρ, σ, B, T, C) and `OUT/corpus/` (example texts), redacts credentials,
 tokenises, builds or loads the model, applies LoRA and runs `trainer.train`. With no `--model`,
-the embedded tiny model's tokenizer is trained on *public* examples only (tied to no secret in
-`OUT/incidence/`), and `OUT/train/base_model/` is written so the adapter reloads offline.
+the embedded base (pretrained on the standard library, `base_model.embedded_base`; it never saw
+the repository) is copied to `OUT/train/base_model/` so the adapter reloads offline.
 """
 from __future__ import annotations
 
@@ -32,17 +32,6 @@ class RunOptions:
     show_progress: bool = True
 
 
-def _public_texts(out: Path, example_ids: list[str], texts: list[str], held_out=()) -> list[str]:
-    """Texts of examples tied to no secret (rows of the incidence with no nonzero), leaving out
-    the held-out examples (`held_out`: ids) so the tokenizer never sees the test text."""
-    from repoguard.incidence import load_incidence
-
-    inc = load_incidence(out)
-    tied = set(inc.matrix.getnnz(axis=1).nonzero()[0].tolist())
-    skip = {inc.example_ids[i] for i in tied} | set(held_out)
-    return [t for eid, t in zip(example_ids, texts) if eid not in skip]
-
-
 def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
                  ledger_path: Path | None = None) -> dict:
     """Train per the plan in `out`; returns the privacy report (plus output paths). The run is
@@ -57,9 +46,9 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
-    from repoguard.training.model import (TINY_LORA_TARGETS, TinyConfig, apply_lora, build_tiny_model,
-                                          limit_cpu_threads, load_model, pick_device,
-                                          save_base_model)
+    from repoguard.training.base_model import embedded_base
+    from repoguard.training.model import (TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model,
+                                          pick_device, save_base_model)
     from repoguard.training.trainer import TrainSettings, train
 
     plan = load_plan(out)
@@ -81,15 +70,12 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         elif opts.resume and (base_dir / "config.json").is_file():
             model, tok = load_model(base_dir, device=device, bf16=False)
         else:
-            size = TinyConfig(max_position=max(512, cfg.max_length))
-            model, tok = build_tiny_model(_public_texts(out, plan.example_ids, texts, held_out=[
-                e for e, t in zip(plan.example_ids, plan.test_mask) if t]), seed=cfg.seed, size=size)
+            model, tok = embedded_base(max_length=cfg.max_length, show_progress=opts.show_progress)
             if dist.is_main:
                 with atomic_dir(base_dir) as tmp:
                     save_base_model(model, tok, tmp)
             model = model.to(device)
-        # The embedded model is random: with adapters on attention only its frozen random head caps
-        # how much it can learn (loss stalls near ln|V|), so the default also adapts lm_head.
+        # The embedded base is pretrained: attention adapters suffice (why: model.TINY_LORA_TARGETS).
         targets = cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS)
         model = apply_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
                            targets=targets, seed=cfg.seed)
