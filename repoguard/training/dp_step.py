@@ -85,6 +85,10 @@ class DPStep:
         if precision not in ("fp32", "bf16"):
             raise InputError(f"DP step: precision must be fp32 or bf16, not {precision!r}")
         self.precision = precision
+        if precision == "bf16":
+            from repoguard.training.precision import check_fp32_master
+
+            check_fp32_master(self.params)
         device = self.params[0].device
         self._n = sum(p.numel() for p in self.params)
         self._flat = torch.zeros(self._n + _N_STATS, dtype=torch.float32, device=device)
