@@ -114,6 +114,7 @@ class DPStep:
                 self._sampler = LoraGradSampler(model)
             self.module = model
         self._state = "idle"
+        self.timer = None     # optional callable(phase): benchmarks time forward/backward/clipping/noise/optimizer
         self.last_divisor: float | None = None
         self.last_noise_draws = 0
 
@@ -129,11 +130,17 @@ class DPStep:
             out = self.module(input_ids=batch["input_ids"].to(dev),
                               attention_mask=batch["attention_mask"].to(dev), use_cache=False)
         losses = per_example_loss(out.logits, batch["labels"].to(dev))   # fp32 (logits upcast)
+        self._tick("forward")
         with warnings.catch_warnings():
             # Opacus's full backward hooks warn when inputs need no grad (frozen embeddings).
             warnings.simplefilter("ignore", UserWarning)
             losses.sum().backward()
+        self._tick("backward")
         return losses.detach()
+
+    def _tick(self, phase: str) -> None:
+        if self.timer is not None:
+            self.timer(phase)
 
     def clipped_per_example(self, batch) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-example losses (n,) and clipped per-example gradients, one (n, *param.shape) tensor
@@ -181,6 +188,7 @@ class DPStep:
         self._stats[0] += losses.sum()
         self._stats[1] += losses.shape[0]
         self._stats[2] += batch["attention_mask"].sum().to(self._flat.device)
+        self._tick("clipping")
 
     def finish(self) -> dict[str, float]:
         """All-reduce, add N(0, σ²C²) once (rank 0), divide by B, set `.grad`. Returns the step's
@@ -194,6 +202,7 @@ class DPStep:
             noise.normal_(0.0, std, generator=self._gen)
             self._flat[:self._n].add_(noise)
             self._stats[3] += 1
+            self._tick("noise")
         self.dist.all_reduce_sum(self._flat)
         self.last_noise_draws = int(self._stats[3].item())
         expected = 1 if self.private else 0
@@ -220,6 +229,7 @@ class DPStep:
             raise PrivacyInvariantError(f"DP step: gradient divided by {self.last_divisor}, not by "
                                         f"the plan's public B = {public_batch_size}")
         optimizer.step()
+        self._tick("optimizer")
         for p in self.params:
             p.grad = None
         self._state = "idle"
