@@ -87,6 +87,16 @@ def test_bf16_step_noises_and_normalises_in_fp32():
     dp.close()
 
 
+def test_bf16_model_still_runs_outside_autocast():
+    """The held-out evaluation and the audits run the model without autocast: a bf16-prepared
+    model must still give finite logits there."""
+    model = prepare_model(_lora("llama"), "bf16")
+    b = collate(_seqs(), pad_id=0)
+    with torch.no_grad():
+        out = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], use_cache=False)
+    assert torch.isfinite(out.logits.float()).all()
+
+
 def test_bf16_refuses_non_fp32_adapter_weights():
     model = _lora("llama").to(torch.bfloat16)
     with pytest.raises(InputError, match="fp32 master"):

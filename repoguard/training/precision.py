@@ -54,9 +54,10 @@ def autocast(precision: str, device):
 def prepare_model(model, precision: str):
     """Cast `model` (a peft model) for `precision` in place and return it.
 
-    "bf16": frozen parameters → bf16, trainable (LoRA) parameters → fp32 master copies, and peft's
-    cast of each LoRA layer's input to the adapter dtype turned off (autocast already runs the
-    adapter's Linear in bf16; the cast would only allocate an fp32 copy of every hidden state).
+    "bf16": frozen parameters → bf16, trainable (LoRA) parameters → fp32 master copies. peft's
+    cast of each LoRA layer's input to the adapter dtype stays on: under autocast it costs an fp32
+    copy of the adapted layers' inputs, but without it the held-out evaluation and the audits,
+    which run the model outside autocast, would multiply bf16 inputs by fp32 adapters and fail.
     "fp32": every parameter fp32. Buffers are left as they are (rotary tables stay fp32)."""
     import torch
 
@@ -65,10 +66,6 @@ def prepare_model(model, precision: str):
             want = torch.float32 if (p.requires_grad or precision == "fp32") else torch.bfloat16
             if p.dtype != want:
                 p.data = p.data.to(want)
-    if precision == "bf16":
-        for m in model.modules():
-            if hasattr(m, "lora_A"):
-                m.cast_input_dtype_enabled = False
     return model
 
 
