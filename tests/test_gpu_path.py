@@ -233,3 +233,36 @@ def test_config_accepts_auto_micro_batch():
 
 
 warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def test_train_command_with_bf16_checkpointing_and_auto_micro_batch(tmp_path, capsys):
+    """`repoguard train` end to end on the CPU with the GPU-path keys: bf16 autocast, gradient
+    checkpointing (tensor-hook per-example gradients), micro_batch_size = "auto" (CPU default)."""
+    pytest.importorskip("repoguard.accounting.ledger")
+    import json
+    import subprocess
+
+    from repoguard.cli import main
+
+    repo = tmp_path / "repo"
+    (repo / "src" / "alpha").mkdir(parents=True)
+    (repo / "src" / "web").mkdir(parents=True)
+    for i in range(12):
+        (repo / "src" / "web" / f"m{i}.py").write_text(f"import os\n\ndef web_{i}(x):\n    return x + {i}\n")
+    (repo / "src" / "alpha" / "signals.py").write_text("def signal(p):\n    return p * 0.42\n")
+    (repo / "repoguard.toml").write_text(
+        '[training]\nprecision = "bf16"\ngradient_checkpointing = true\nmicro_batch_size = "auto"\n'
+        '[[secret]]\nid = "alpha"\npaths = ["src/alpha/**"]\np = 1e-4\nr = 0.05\n')
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True, env=env)
+    assert main(["analyze", "-q", str(repo)]) == 0
+    assert main(["plan", "-q", "--batch-size", "2", "--steps", "3", "--c", "1", str(repo)]) == 0
+    capsys.readouterr()
+    assert main(["train", "--json", "-q", "--max-length", "48", str(repo)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    out = repo / ".repoguard" / "train"
+    assert report["private"] and report["steps_completed"] == 3
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (out / "checkpoints").exists()
