@@ -3,8 +3,6 @@ fp32 clipping/noise, per-example gradients under gradient checkpointing, the mic
 from a memory probe, the noise generator's device in checkpoints, and the config keys."""
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 from test_architectures import FAMILIES, _lora, _seqs
@@ -231,8 +229,6 @@ def test_config_accepts_auto_micro_batch():
     t = parse_config('[training]\nmicro_batch_size = "auto"\nprecision = "bf16"\ngradient_checkpointing = true\n').training
     assert (t.micro_batch_size, t.precision, t.gradient_checkpointing, t.per_example_grads) == (0, "bf16", True, "auto")
 
-
-warnings.filterwarnings("ignore", category=FutureWarning)
 
 
 def test_train_command_with_bf16_checkpointing_and_auto_micro_batch(tmp_path, capsys):
