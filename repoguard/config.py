@@ -139,9 +139,12 @@ class TrainingConfig:
     lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] = ()   # empty = detected per architecture
     learning_rate: float = 1e-3
-    micro_batch_size: int = 8
+    micro_batch_size: int = 8            # 0 or "auto": probed from free GPU memory (CPU: 8)
     checkpoint_every: int = 50
     seed: int = 0
+    precision: str = "auto"              # auto | fp32 | bf16 (training.precision)
+    gradient_checkpointing: bool = False # recompute each layer in backward (training.memory)
+    per_example_grads: str = "auto"      # auto | opacus | hooks (training.dp_step, training.lora_grads)
     eval_every: int = 50                 # held-out evaluation every N steps (and at 0 and the end)
     eval_max_examples: int = 48          # per evaluation slice
     eval_max_lines: int = 16             # completed lines per slice (public, secret-tied)
@@ -330,6 +333,8 @@ class _Validator:
             if key not in names:
                 known = ", ".join(sorted(names))
                 self.fail(f"{prefix}.{key}", f"unknown key (known: {known})", table=table, key=key, index=index)
+            if table == "training" and key == "micro_batch_size" and value == "auto":
+                value = 0
             out[key] = self.coerce(value, hints[key], f"{prefix}.{key}", table, key, index)
         return out
 
@@ -376,7 +381,7 @@ class _Validator:
             "corpus": ("max_file_bytes", "example_max_chars"),
             "scan": ("max_file_bytes",),
             "plan": ("batch_size", "steps", "clip_norm"),
-            "training": ("max_length", "lora_r", "micro_batch_size", "checkpoint_every", "eval_max_examples"),
+            "training": ("max_length", "lora_r", "checkpoint_every", "eval_max_examples"),
             "analyzers": ("codename_max_changeset",),
         }.get(name, ())
         for k in positive:
@@ -386,6 +391,8 @@ class _Validator:
             ("plan", "cap"): ("kl", "gdp"),
             ("plan", "accountant"): ("best", "kl", "renyi"),
             ("plan", "adjacency"): ("zero-out", "replace"),
+            ("training", "precision"): ("auto", "fp32", "bf16"),
+            ("training", "per_example_grads"): ("auto", "opacus", "hooks"),
         }
         for (sec, k), allowed in choices.items():
             if sec == name and getattr(s, k) not in allowed:
@@ -398,7 +405,7 @@ class _Validator:
             self.fail("plan.c", "must be ≥ 0 (0 = sweep)", table=name, key="c")
         if name == "plan" and not 0 <= s.holdout_fraction <= 0.5:
             self.fail("plan.holdout_fraction", "must be between 0 and 0.5", table=name, key="holdout_fraction")
-        for k in ("eval_every", "eval_max_lines") if name == "training" else ():
+        for k in ("eval_every", "eval_max_lines", "micro_batch_size") if name == "training" else ():
             if getattr(s, k) < 0:
                 self.fail(f"training.{k}", "must be ≥ 0", table=name, key=k)
         for i, v in enumerate(s.acknowledged_exposures if name == "ledger" else ()):
@@ -406,6 +413,9 @@ class _Validator:
                 self.fail(f"ledger.acknowledged_exposures[{i}]", f'{v!r} is not "SECRET" or "SECRET@RUN" '
                           "(a secret id, optionally @ the run id that exposed it)", table=name,
                           key="acknowledged_exposures")
+        if name == "training" and s.gradient_checkpointing and s.per_example_grads == "opacus":
+            self.fail("training.per_example_grads", "\"opacus\" gives no per-example gradients with "
+                      "gradient_checkpointing = true; use \"hooks\" or \"auto\"", table=name, key="per_example_grads")
         if name == "plan" and s.holdout_min_files < 0:
             self.fail("plan.holdout_min_files", "must be ≥ 0", table=name, key="holdout_min_files")
 

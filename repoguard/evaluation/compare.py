@@ -124,7 +124,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
            "lr": cfg.learning_rate, "max_length": cfg.max_length}
     ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                          max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
-                         max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+                         max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
     doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {}}
     for name in arms:
         path = cdir / f"{name}.json"
@@ -141,7 +141,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                            targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
         ev = plan_evaluator(model, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                             max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
-                            max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+                            max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
         arm_seed = seed if seed is not None else _secrets.randbits(32)
         # A fixed seed (tests) fixes a private arm's batches and noise only through the explicit
         # insecure flag (training.randomness); without one, private arms draw from the OS.

@@ -13,6 +13,12 @@ prefer them to `torch.func.vmap(grad(...))`: a Hugging Face forward builds masks
 data-dependent control flow that vmap does not trace reliably across architectures, while the
 hooks only touch the few LoRA Linear layers and cost one einsum per layer (n·r·d values).
 
+Under gradient checkpointing or bf16 autocast the per-example gradients come instead from
+`lora_grads.LoraGradSampler` (tensor hooks; `per_example="hooks"`), which survives the
+recomputed forward pass and upcasts to fp32 before the outer products (see that module).
+`precision="bf16"` runs the forward under bf16 autocast (`precision.autocast`); the norms,
+clipping, sum, noise and division by B stay fp32 whatever the precision.
+
 A logical batch is processed as physical micro-batches (`accumulate` once per micro-batch), which
 bounds memory; noise is drawn once in `finish`. Like Opacus's optimizer refusing to reuse a
 gradient, `DPStep` is a small state machine that raises `PrivacyInvariantError` when a step would
@@ -49,12 +55,17 @@ class DPStep:
         private: False = the `--no-dp` baseline: plain gradients of the summed per-example
             losses, no clipping, no noise, still divided by B.
         dist: rank/world; rank 0 alone draws noise, one all-reduce per step.
+        precision: "fp32" or "bf16" (forward under bf16 autocast; `precision.resolve_precision`).
+        per_example: "opacus" (GradSampleModule hooks), "hooks" (`lora_grads`, required with
+            gradient checkpointing) or "auto" ("hooks" when bf16 or gradient checkpointing is on,
+            else "opacus").
 
     Use: `begin()`, `accumulate(batch)` per micro-batch, `finish()`, `apply(optimizer)`.
     """
 
     def __init__(self, model, *, clip_norm: float, noise_multiplier: float, batch_size: float,
-                 noise_generator: torch.Generator | None, private: bool = True, dist: Dist = Dist()) -> None:
+                 noise_generator: torch.Generator | None, private: bool = True, dist: Dist = Dist(),
+                 precision: str = "fp32", per_example: str = "auto") -> None:
         if private and not (clip_norm > 0 and noise_multiplier > 0):
             raise PrivacyInvariantError("DP step: clip norm C and noise multiplier σ must be > 0")
         if not batch_size > 0:
@@ -71,6 +82,13 @@ class DPStep:
         self.private = private
         self.dist = dist
         self._gen = noise_generator
+        if precision not in ("fp32", "bf16"):
+            raise InputError(f"DP step: precision must be fp32 or bf16, not {precision!r}")
+        self.precision = precision
+        if precision == "bf16":
+            from repoguard.training.precision import check_fp32_master
+
+            check_fp32_master(self.params)
         device = self.params[0].device
         self._n = sum(p.numel() for p in self.params)
         self._flat = torch.zeros(self._n + _N_STATS, dtype=torch.float32, device=device)
@@ -79,28 +97,50 @@ class DPStep:
             self._views.append(self._flat[off:off + p.numel()].view(p.shape))
             off += p.numel()
         self._stats = self._flat[self._n:]
-        if private:
+        from repoguard.training.memory import uses_gradient_checkpointing
+
+        self._ckpt = uses_gradient_checkpointing(model)
+        self.per_example = resolve_per_example(per_example, model=model, precision=precision) if private else None
+        self._sampler = None
+        if self.per_example == "opacus":
             from opacus import GradSampleModule
 
             check_per_example_support(model)
             self.module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
         else:
+            if self.per_example == "hooks":
+                from repoguard.training.lora_grads import LoraGradSampler
+
+                self._sampler = LoraGradSampler(model)
             self.module = model
         self._state = "idle"
+        self.timer = None     # optional callable(phase): benchmarks time forward/backward/clipping/noise/optimizer
         self.last_divisor: float | None = None
         self.last_noise_draws = 0
 
     # -- per micro-batch -------------------------------------------------------------------
     def _forward_backward(self, batch) -> torch.Tensor:
+        from repoguard.training.memory import arm_gradient_checkpointing
+        from repoguard.training.precision import autocast
+
         dev = self._flat.device
-        out = self.module(input_ids=batch["input_ids"].to(dev),
-                          attention_mask=batch["attention_mask"].to(dev), use_cache=False)
-        losses = per_example_loss(out.logits, batch["labels"].to(dev))
+        if self._ckpt:
+            arm_gradient_checkpointing(self.model)
+        with autocast(self.precision, dev):
+            out = self.module(input_ids=batch["input_ids"].to(dev),
+                              attention_mask=batch["attention_mask"].to(dev), use_cache=False)
+        losses = per_example_loss(out.logits, batch["labels"].to(dev))   # fp32 (logits upcast)
+        self._tick("forward")
         with warnings.catch_warnings():
             # Opacus's full backward hooks warn when inputs need no grad (frozen embeddings).
             warnings.simplefilter("ignore", UserWarning)
             losses.sum().backward()
+        self._tick("backward")
         return losses.detach()
+
+    def _tick(self, phase: str) -> None:
+        if self.timer is not None:
+            self.timer(phase)
 
     def clipped_per_example(self, batch) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-example losses (n,) and clipped per-example gradients, one (n, *param.shape) tensor
@@ -148,6 +188,7 @@ class DPStep:
         self._stats[0] += losses.sum()
         self._stats[1] += losses.shape[0]
         self._stats[2] += batch["attention_mask"].sum().to(self._flat.device)
+        self._tick("clipping")
 
     def finish(self) -> dict[str, float]:
         """All-reduce, add N(0, σ²C²) once (rank 0), divide by B, set `.grad`. Returns the step's
@@ -161,6 +202,7 @@ class DPStep:
             noise.normal_(0.0, std, generator=self._gen)
             self._flat[:self._n].add_(noise)
             self._stats[3] += 1
+            self._tick("noise")
         self.dist.all_reduce_sum(self._flat)
         self.last_noise_draws = int(self._stats[3].item())
         expected = 1 if self.private else 0
@@ -187,14 +229,37 @@ class DPStep:
             raise PrivacyInvariantError(f"DP step: gradient divided by {self.last_divisor}, not by "
                                         f"the plan's public B = {public_batch_size}")
         optimizer.step()
+        self._tick("optimizer")
         for p in self.params:
             p.grad = None
         self._state = "idle"
 
     def close(self) -> None:
-        """Remove Opacus hooks (the model is then a plain peft model again)."""
-        if self.private:
+        """Remove the per-example hooks (the model is then a plain peft model again)."""
+        if self.per_example == "opacus":
             self.module._close()
+        elif self._sampler is not None:
+            self._sampler.close()
+
+
+PER_EXAMPLE = ("auto", "opacus", "hooks")
+
+
+def resolve_per_example(spec: str, *, model, precision: str) -> str:
+    """"auto" → "hooks" when the model uses gradient checkpointing or `precision` is bf16, else
+    "opacus". Raises InputError for an unknown value or "opacus" with gradient checkpointing
+    (Opacus's module hooks lose track of the recomputed forward: no per-example gradients)."""
+    if spec not in PER_EXAMPLE:
+        raise InputError(f"[training] per_example_grads: must be one of {', '.join(PER_EXAMPLE)}, not {spec!r}")
+    from repoguard.training.memory import uses_gradient_checkpointing
+
+    ckpt = uses_gradient_checkpointing(model)
+    if spec == "auto":
+        return "hooks" if ckpt or precision == "bf16" else "opacus"
+    if spec == "opacus" and ckpt:
+        raise InputError("[training] per_example_grads = \"opacus\" does not work with gradient_checkpointing; "
+                         "use \"hooks\" (or \"auto\")")
+    return spec
 
 
 def check_per_example_support(model) -> None:

@@ -49,6 +49,8 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.base_model import embedded_base
     from repoguard.training.model import (TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model,
                                           pick_device, save_base_model)
+    from repoguard.training.memory import enable_gradient_checkpointing
+    from repoguard.training.precision import prepare_model, resolve_precision
     from repoguard.training.trainer import TrainSettings, train
 
     plan = load_plan(out)
@@ -81,13 +83,18 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                            targets=targets, seed=cfg.seed)
         if not cfg.model:   # lets AutoPeftModelForCausalLM find the embedded base offline
             model.peft_config["default"].base_model_name_or_path = str(base_dir.resolve())
+        precision = resolve_precision(cfg.precision, device)
+        prepare_model(model, precision)
+        if cfg.gradient_checkpointing:
+            enable_gradient_checkpointing(model)
         sync_parameters([p for p in model.parameters() if p.requires_grad], dist)
         seqs = tokenize(texts, tok, max_length=cfg.max_length)
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=cfg.checkpoint_every, steps=opts.steps,
                                  private=opts.private, seed=cfg.seed,
                                  insecure_reproducible=opts.insecure_reproducible,
-                                 keep_final_checkpoint=opts.keep_checkpoint)
+                                 keep_final_checkpoint=opts.keep_checkpoint, precision=precision,
+                                 per_example=cfg.per_example_grads)
         evaluator = _evaluator(out, model, tok, plan, texts, seqs, cfg) if dist.is_main else None
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
@@ -110,7 +117,7 @@ def _evaluator(out: Path, model, tok, plan, texts, seqs, cfg: TrainingConfig):
 
     ev = plan_evaluator(model, tok, plan=plan, incidence=load_incidence(out), texts=texts, seqs=seqs,
                         max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
-                        max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size)
+                        max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
     return PeriodicEval(ev, every=cfg.eval_every) if ev is not None else None
 
 

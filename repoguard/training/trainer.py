@@ -80,6 +80,8 @@ class TrainSettings:
     keep_checkpoints: int = 2
     insecure_reproducible: bool = False
     keep_final_checkpoint: bool = False
+    precision: str = "fp32"              # "fp32" | "bf16" (training.precision; resolved, not "auto")
+    per_example: str = "auto"            # "auto" | "opacus" | "hooks" (dp_step.resolve_per_example)
 
 
 def plan_fingerprint(plan) -> str:
@@ -105,7 +107,10 @@ def _save_checkpoint(ckpt_dir: Path, *, step: int, dp: DPStep, optimizer, sample
         save_file({n: p.detach().cpu().contiguous() for n, p in zip(dp.names, dp.params)},
                   str(tmp / "lora.safetensors"))
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        rng = {"torch": torch.get_rng_state(), "noise": gen.get_state() if gen is not None else None}
+        # A CUDA generator's state (Philox seed + offset) is saved like a CPU one; the device type is
+        # kept so a resume on another kind of device fails instead of continuing another stream.
+        rng = {"torch": torch.get_rng_state(), "noise": gen.get_state() if gen is not None else None,
+               "noise_device": gen.device.type if gen is not None else None}
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
         torch.save(rng, tmp / "rng.pt")
@@ -131,6 +136,10 @@ def _load_checkpoint(path: Path, *, dp: DPStep, optimizer, sampler, gen) -> dict
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
     if gen is not None and rng["noise"] is not None:
+        saved = rng.get("noise_device", "cpu")
+        if saved != gen.device.type:
+            raise InputError(f"{path}: the checkpoint's noise generator ran on {saved}, this run's on "
+                             f"{gen.device.type}; resume on the same kind of device")
         gen.set_state(rng["noise"])
     sampler.load_state_dict(state["sampler"])
     return state
@@ -193,8 +202,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     total = plan.steps if settings.steps is None else int(settings.steps)
     if not 0 < total <= plan.steps:
         raise InputError(f"--steps: must be in 1..{plan.steps} (the plan's T), got {total}")
-    if settings.checkpoint_every < 1 or settings.micro_batch_size < 1:
-        raise InputError("--checkpoint-every and --micro-batch-size must be ≥ 1")
+    if settings.checkpoint_every < 1 or settings.micro_batch_size < 0:
+        raise InputError("--checkpoint-every must be ≥ 1 and --micro-batch-size ≥ 0 (0 = auto)")
     if abs(float(np.sum(plan.rho)) - plan.batch_size) > 1e-6 * plan.batch_size:
         # Still private (any public divisor is), but not the plan the accountant analysed.
         log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
@@ -220,8 +229,10 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=0.0)
     dp = DPStep(model, clip_norm=plan.clip_norm, noise_multiplier=plan.sigma, batch_size=plan.batch_size,
-                noise_generator=gen, private=settings.private, dist=dist)
+                noise_generator=gen, private=settings.private, dist=dist, precision=settings.precision,
+                per_example=settings.per_example)
     try:
+        micro = _micro_batch_size(settings, dp=dp, seqs=seqs, pad_id=pad_id, device=device, plan=plan)
         start, run_id = _resume_and_check(plan, settings, ledger, ckpt_dir=ckpt_dir, dp=dp, optimizer=optimizer,
                                           sampler=sampler, gen=gen, resume=resume, publish=publish, total=total)
     except BaseException:
@@ -271,7 +282,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
                 raise PrivacyInvariantError(f"step {step + 1}: a held-out example was sampled")
             mine = shard(batch, dist.rank, dist.world_size)
             dp.begin()
-            for mb in micro_batches(mine, settings.micro_batch_size, lengths):
+            for mb in micro_batches(mine, micro, lengths):
                 dp.accumulate(collate([seqs[i] for i in mb], pad_id=pad_id))
             stats = dp.finish()
             dp.apply(optimizer, public_batch_size=plan.batch_size)
@@ -340,6 +351,33 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         _retire_checkpoints(ckpt_dir, keep=settings.keep_final_checkpoint)
     dist.barrier()
     return report
+
+
+def _micro_batch_size(settings: TrainSettings, *, dp: DPStep, seqs, pad_id: int, device, plan) -> int:
+    """The configured micro-batch size, or (0 = auto) one probed from free CUDA memory
+    (`memory.probe_micro_batch`) with the run's longest sequence; `memory.CPU_DEFAULT` on the CPU.
+    An auto size is re-probed on resume: pin it for a bit-identical resume."""
+    from repoguard.training.memory import CPU_DEFAULT, batch_cap, probe_micro_batch
+
+    if settings.micro_batch_size > 0:
+        return settings.micro_batch_size
+    if torch.device(device).type != "cuda" or not seqs:
+        return CPU_DEFAULT
+    longest = max(seqs, key=len)
+
+    def run_one(n: int) -> None:     # forward + backward + clipping, result discarded
+        with torch.random.fork_rng(devices=[device]):
+            batch = collate([longest] * n, pad_id=pad_id)
+            if dp.private:
+                dp.clipped_per_example(batch)
+            else:
+                dp._forward_backward(batch)
+            for p in dp.params:
+                p.grad = None
+
+    n = probe_micro_batch(run_one, device=device, cap=batch_cap(plan.batch_size))
+    log.info("micro-batch size %d (auto, from free GPU memory at length %d)", n, len(longest))
+    return n
 
 
 def _mode(settings: TrainSettings) -> str:
