@@ -135,6 +135,20 @@ def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, 
     assert (out / "audit" / "risk-compare-hush.json").is_file() and (out / "audit" / "risk-compare-no-dp.json").is_file()
     assert risk["top"] and all(r["no-dp"]["rank"] <= len(risk["top"]) for r in risk["top"])
     assert {r["hush"]["rank"] for r in risk["top"]} <= set(range(1, risk["n_windows"] + 1))
+    # The report: a compare section with the curves, one bar chart per slice and the risk table.
+    import re
+
+    from repoguard.report import build_report
+    res = build_report(out)
+    page = open(res["html"], encoding="utf-8").read()
+    assert "compare" in res["sections"] and 'id="compare"' in page
+    sec = page[page.index('id="compare"'):]
+    sec = sec[:sec.index("<h2", 10)] if "<h2" in sec[10:] else sec
+    n_slices = min(len(doc["base"]), 8)
+    assert len(re.findall(r'<img class="plot" alt="final metrics per arm', sec)) == n_slices
+    assert 'alt="held-out loss against step per arm" src="data:image/png;base64,' in sec
+    assert "How DP moves the at-risk examples" in sec and all(a in sec for a in arms)
+    assert 'alt="at-risk scatter risk-compare-hush"' in page and 'alt="at-risk scatter risk-compare-no-dp"' in page
     # An interrupted compare resumes: saved arms are not retrained (same wall time reported).
     again = run_compare(root=repo, out=out, cfg=cfg, arms=arms[:2], seed=SEED, show_progress=False)
     assert all(again["arms"][a]["seconds"] == got[a]["seconds"] for a in arms[:2])
