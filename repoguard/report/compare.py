@@ -34,8 +34,11 @@ def collect_compare(out: Path) -> dict | None:
     doc = _read(cdir / "compare.json")
     if not isinstance(doc, dict) or not doc.get("arms"):
         return None
+    from repoguard.evaluation.compare import ARMS
+
     arms = {}
-    for name, r in doc["arms"].items():
+    rank = {a: i for i, a in enumerate(ARMS)}
+    for name, r in sorted(doc["arms"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
         arms[name] = {k: r.get(k) for k in ("sigma", "private", "sum_w_over_n", "slices", "curve", "bound_ratio_min",
                                             "bound_ratio_max", "undetected_floor", "seconds", "steps")}
     risk = _read(cdir / "risk.json")
@@ -74,7 +77,7 @@ def curve_plot(doc: dict) -> str | None:
                 if y is not None:
                     pts.append((c["step"], y))
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-" if len(pts) < 12 else "-",
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 12 else None,
                         ls="-" if r.get("private") else "--", label=name, ms=3)
         ax.set_xlabel("step")
         ax.set_ylabel("held-out loss (nats/token)")
@@ -99,8 +102,12 @@ def slice_plot(doc: dict, sl: str) -> str | None:
         ys = [v.get(key) for v in vals]
         ax.bar(range(len(names)), [y if y is not None else 0 for y in ys], color=colors)
         for i, y in enumerate(ys):
-            if y is None:
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=6)
+            ax.text(i, y or 0, "n/a" if y is None else f"{y:.4g}", ha="center", va="bottom", fontsize=6)
+        got = [y for y in ys if y is not None]
+        if key == "loss" and got and min(got) > 0:      # losses differ in the 2nd decimal: zoom in
+            lo, hi = min(got), max(got)
+            ax.set_ylim(max(0.0, lo - 0.5 * (hi - lo) - 0.02 * lo), hi + 0.3 * (hi - lo) + 0.01 * hi)
+            label += " (axis not from 0)"
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
         ax.set_title(label, fontsize=9)
     fig.suptitle(f"final held-out metrics: {sl}", fontsize=10)
