@@ -187,11 +187,11 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                        settings=settings, ledger=None, publish=False, show_progress=show_progress, evaluator=pe)
         shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
         if keep:                          # owner-only: inside the 0700 arm directory
-            from repoguard.artefacts import atomic_dir, atomic_write_json as _w
+            from repoguard.artefacts import atomic_dir
 
             with atomic_dir(arm_dir / "adapter") as tmp:
                 model.save_pretrained(tmp, save_embedding_layers=False)
-            _w(arm_dir / "privacy_report.json", {**report, "compare_arm": name})
+            atomic_write_json(arm_dir / "privacy_report.json", {**report, "compare_arm": name})
         bounds = [s.achieved_bound / s.r for s in plan.secrets] if private and plan.secrets else []
         if name == "uniform" and floor is not None:
             from repoguard.plan import undetected_floor
