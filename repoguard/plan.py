@@ -143,7 +143,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     these formatted with :g, +inf orders left out), "sweep" (rows of `weighting.SweepRow`, empty
     when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
     "sigma_paper_kl", "sigma_ratio_kl_over_this", "sigma_uniform" (`_sigma_uniform`),
-    "noise_reduction" (σ_uniform/σ), "seconds", with `floor` = the default (p, r)
+    "noise_reduction" (σ_uniform/σ), "retention" (`retention.retention`: examples, Σw and Σw/n
+    per secret and per top-level directory), "seconds", with `floor` = the default (p, r)
     "undetected_floor" (`undetected_floor`), and with `holdout` (an
     `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
@@ -242,6 +243,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
              "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
     if holdout is not None:
         extra["holdout"] = holdout.record()
+    from repoguard.retention import retention
+    extra["retention"] = retention(incidence, lp.w, test)
     if accountant != "kl":
         try:
             kl_sigma = calibrate([rho[ix] for ix in cols], p, r, steps, method="kl", adjacency=adjacency,

@@ -70,6 +70,7 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
     assert page.count("<details>") == len(doc["explorer"])
     # histogram, loss, exposure; this plan was made with a given c, so there is no sweep to draw
     assert page.count('src="data:image/png;base64,') == 3 and "(c sweep: no data)" in page
+    assert "compare" not in doc["sections"] and 'id="compare"' not in page       # no `repoguard compare` run
     _html_checks(page)
 
 

@@ -131,7 +131,7 @@ def _num(x: float):
 def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, model_dir: str | None = None,
                    k: int = 32, m: int = 32, samplers: Sequence[Sampler] = DEFAULT_SAMPLERS,
                    sample: int | None = None, per_secret: int = 10, seed: int = 0, device: str = "auto",
-                   batch_size: int = 16, dest: Path | None = None) -> dict:
+                   batch_size: int = 16, dest: Path | None = None, plan=None) -> dict:
     """Rank the examples of the run in `run_dir` (default `out/train`) by reconstruction risk.
 
     Args:
@@ -141,6 +141,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
         samplers: the attack decodings (≥ 1). sample: untied examples scored (None = all; tied
             and credential examples are always all scored). per_secret: rows kept per secret.
         dest: the JSON file (default `out/audit/risk.json`); the `.npz` goes next to it.
+        plan: the run's own plan when it is not `out/plan` (a `compare` arm: its ρ), same examples.
     Returns the JSON document. Raises InputError for missing/inconsistent artefacts or bad values."""
     from repoguard.artefacts import FORMAT_VERSION, atomic_write_bytes, atomic_write_json
     from repoguard.audit.extraction import clamp_lengths
@@ -158,7 +159,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     if sample is not None and sample < 0 or per_secret < 1 or batch_size < 1:
         raise InputError("--sample must be ≥ 0, --per-secret and --batch-size ≥ 1")
     k2, m2, note = clamp_lengths(k, m, cfg.max_length)
-    plan, inc = load_plan(out), load_incidence(out)
+    plan, inc = plan if plan is not None else load_plan(out), load_incidence(out)
     if list(inc.example_ids) != list(plan.example_ids):
         raise InputError(f"{out / 'plan'}: plan and incidence disagree on the examples; re-run `repoguard plan`")
     run_dir = Path(run_dir) if run_dir else Path(out) / "train"
@@ -231,7 +232,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
         ex = by_id[plan.example_ids[w.row]]
         lp = target.logp[q]
         best = float(np.max(lp))
-        return {"rank": int(rank[q]), "example": ex.id, "path": ex.path, "start_line": ex.start_line,
+        return {"rank": int(rank[q]), "window_index": int(q), "example": ex.id, "path": ex.path, "start_line": ex.start_line,
                 "window": w.kind, "rule": w.rule, "secrets": w.secrets, "rho": float(plan.rho[w.row]),
                 "n_context": int(w.span_start), "n_span": int(n_span[q]),
                 "log_prob": {nm: _num(float(v)) for nm, v in zip(names, lp)},

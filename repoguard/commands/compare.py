@@ -1,5 +1,6 @@
 """`repoguard compare [PATH]`: train every arm (hush, hush-kl, hush-gdp, uniform, drop, no-dp)
-from the same base with the plan's B, T and held-out split, and print their held-out metrics."""
+from the same base with the plan's B, T and held-out split, and print their held-out metrics (and,
+when both the hush and no-dp arms are there, how DP moves their at-risk examples)."""
 from __future__ import annotations
 
 NAME = "compare"
@@ -15,6 +16,11 @@ def register(parser) -> None:
                         help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop,no-dp)")
     parser.add_argument("--steps", type=int, default=None, help="steps per arm (default: the plan's T)")
     parser.add_argument("--fresh", action="store_true", help="retrain arms whose saved result matches")
+    parser.add_argument("--no-risk", action="store_true",
+                        help="skip the at-risk ranking of the hush and no-dp arms (audit risk on both)")
+    parser.add_argument("--risk-sample", type=int, default=500, metavar="N",
+                        help="untied examples the risk ranking scores (default 500; tied and credential "
+                             "examples always; 0 = none of them)")
 
 
 def run(args) -> int:
@@ -29,11 +35,18 @@ def run(args) -> int:
         raise InputError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none)'} (known: {', '.join(ARMS)})")
     if args.steps is not None and args.steps < 1:
         raise InputError(f"--steps: must be ≥ 1, got {args.steps}")
+    if args.risk_sample < 0:
+        raise InputError(f"--risk-sample: must be ≥ 0, got {args.risk_sample}")
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,
                       resume=not args.fresh, show_progress=not (args.quiet or args.json),
-                      floor=(config.defaults.p, config.defaults.r))
+                      floor=(config.defaults.p, config.defaults.r), risk=not args.no_risk,
+                      risk_sample=args.risk_sample)
     if args.json:
         print_json(doc)
     elif not args.quiet:
         print(format_table(doc))
+        if doc.get("risk"):
+            from repoguard.audit.risk_compare import table_lines
+
+            print("\n" + "\n".join(table_lines(doc["risk"])))
     return 0

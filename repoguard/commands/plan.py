@@ -89,7 +89,8 @@ def plan_summary(plan, target) -> dict:
         "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
         "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
-        "sweep": plan.extra.get("sweep"), "exposures": plan.extra.get("exposures", []),
+        "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
+        "exposures": plan.extra.get("exposures", []),
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
                      "binding": s.binding, "kl_spent": s.kl_spent, "n_examples": s.n_examples,
                      "sum_w": s.sum_w, "dp_bound": s.dp_bound} for s in plan.secrets],
@@ -132,13 +133,20 @@ def _print(plan, summary) -> None:
             t.add_row(f"{row['c']:g}{mark}", f"{row['frac_positive']:.3f}", f"{row['sum_w']:.4g}",
                       f"{sig:.4g}" if sig else "—", f"{row['score']:.4g}")
         con.print(t)
+        from repoguard.retention import sweep_retention_flat
+        if sweep_retention_flat(plan.extra["sweep"]):
+            con.print("retention does not change with c (Σw within 0.5 %): c only trades the secrets' own "
+                      "weight against σ")
+    ret = {r["secret"]: r for r in (summary.get("retention") or {}).get("per_secret", [])}
     t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")
-    for col in ("secret", "|E_j|", "Σw", "p", "r", "bound", "binding", "KL (nats)"):
+    for col in ("secret", "|E_j|", "Σw", "retained Σw/n", "p", "r", "bound", "binding", "KL (nats)"):
         t.add_column(col, justify="right" if col not in ("secret", "binding") else "left", overflow="fold")
     for s in sorted(plan.secrets, key=lambda s: -s.achieved_bound / s.r)[:50]:
-        t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", f"{s.p:.2g}", f"{s.r:.3g}",
-                  f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
+        kept = (ret.get(s.id) or {}).get("retained")
+        t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", "—" if kept is None else f"{kept:.3f}", f"{s.p:.2g}",
+                  f"{s.r:.3g}", f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
     con.print(t)
+    _print_directories(con, summary.get("retention"))
     from repoguard.accounting.exposures import print_lines
 
     for line in print_lines(summary.get("exposures") or []):
@@ -162,3 +170,20 @@ def _print(plan, summary) -> None:
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
     con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
               f"c = {plan.c:g}; plan written to {summary['plan_dir']}")
+
+
+def _print_directories(con, ret: dict | None, limit: int = 15) -> None:
+    """What training keeps per top-level directory (the `limit` least retained)."""
+    from rich.table import Table
+
+    if not ret or not ret.get("per_directory"):
+        return
+    rows = ret["per_directory"]
+    t = Table(title=f"what training keeps per top-level directory (Σw/n = {ret['retained']:.3f} overall; "
+                    f"{min(limit, len(rows))} least retained of {len(rows)})")
+    for col in ("directory", "examples", "tied", "Σw", "retained Σw/n", "held out"):
+        t.add_column(col, justify="left" if col == "directory" else "right", overflow="fold")
+    for r in rows[:limit]:
+        t.add_row(r["directory"], str(r["examples"]), str(r["tied"]), f"{r['sum_w']:.4g}",
+                  "—" if r["retained"] is None else f"{r['retained']:.3f}", str(r["held_out"]))
+    con.print(t)

@@ -12,18 +12,20 @@ lines (one `metrics.EvalSet`):
               secret directories by hand);
 - `no-dp`     every training example, no noise (the ceiling; no protection).
 
-Arm models are measurements: they are kept in memory, never published, and nothing is recorded
-in the ledger. The reported metrics are aggregates over held-out examples; the `drop` and `no-dp`
-numbers carry no privacy guarantee (they are for the operator). Each arm's result is written to
-`OUT/compare/<arm>.json` as it finishes, so an interrupted compare resumes at the next arm.
-Randomness (sampling, noise) is fresh per arm unless a seed is given (tests).
+Arm models are measurements: never published, nothing recorded in the ledger. Everything under
+`OUT/compare/` is owner-only (0700): each arm's logs and held-out metrics in `<arm>/`, and the
+adapters of `hush` and `no-dp` (`KEEP_ADAPTERS`, with the embedded base in `base_model/`) so
+`audit.risk_compare` can show how DP moves the at-risk examples (`OUT/compare/risk.json`,
+`OUT/audit/risk-compare-<arm>.json`). The reported metrics are aggregates over held-out examples;
+the `drop` and `no-dp` numbers carry no privacy guarantee (they are for the operator). Each arm's
+result is written to `OUT/compare/<arm>.json` as it finishes, so an interrupted compare resumes
+at the next arm. Randomness (sampling, noise) is fresh per arm unless a seed is given (tests).
 """
 from __future__ import annotations
 
 import copy
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,25 +77,42 @@ def _digest(plan) -> str:
     return (plan.extra.get("holdout") or {}).get("digest", "")
 
 
+KEEP_ADAPTERS = ("hush", "no-dp")     # arms whose adapter compare keeps (owner-only) for `audit risk`
+
+
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
-                resume: bool = True, show_progress: bool = True, floor=None) -> dict:
+                resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
+                risk_sample: int | None = 500) -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
-    "split": digest, "eval_set": sizes}. Results are saved per arm in OUT/compare/ and reused
-    when `resume` and the saved result has the same plan, split and steps.
+    "split": digest, "eval_set": sizes, "risk": summary or None}. Results are saved per arm in
+    OUT/compare/ and reused when `resume` and the saved result has the same plan, split, steps
+    and scored rows.
+
+    The evaluation set is built once and the base model scored once; every arm is scored on that
+    same `EvalSet` (checked: a run whose arms' rows differ raises RuntimeError). Arm directories
+    `OUT/compare/<arm>/` are owner-only (0700): the logs and held-out metrics of secret text, and
+    for `KEEP_ADAPTERS` the LoRA adapter (+ `OUT/compare/base_model/` for the embedded base) —
+    never published, never in the ledger. With `risk` and both `hush` and `no-dp` adapters at
+    hand, `audit.risk_compare.compare_risk` ranks their at-risk examples (`risk_sample` untied
+    examples scored, None = all).
 
     `seed` None: fresh sampler and noise randomness per arm (compare means); an int makes every
     arm reproducible (tests only: a private model's noise must not be predictable)."""
     import secrets as _secrets
+    import shutil
 
     import torch
 
+    from repoguard.accounting.ledger import spending
     from repoguard.corpus import load_corpus
-    from repoguard.evaluation.metrics import plan_evaluator
+    from repoguard.evaluation.metrics import Evaluator, plan_evaluator
+    from repoguard.evaluation.periodic import PeriodicEval
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.base_model import embedded_base
     from repoguard.training.model import TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model
+    from repoguard.training.randomness import secure_dir
     from repoguard.training.trainer import TrainSettings, plan_fingerprint, train
 
     base_plan = load_plan(out)
@@ -115,45 +134,62 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         # the bounds the table reports.
         raise InputError(f"--steps: must be in 1..{base_plan.steps} (the plan's T); "
                          "re-plan with `repoguard plan --steps N` for longer arms")
-    from repoguard.accounting.ledger import spending
-
     spent, pairs = spending(out / "ledger.jsonl")
-    cdir = out / "compare"
-    cdir.mkdir(parents=True, exist_ok=True)
+    cdir = secure_dir(out / "compare")
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
            "lr": cfg.learning_rate, "max_length": cfg.max_length}
+    # One evaluation set and one score of the base for every arm.
     ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                          max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
                          max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
-    doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {}}
+    es = ev0.es
+    rows0 = _rows(es)
+    doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {},
+           "adapters": {}, "risk": None}
+    base_saved = bool(cfg.model)
     for name in arms:
         path = cdir / f"{name}.json"
+        arm_dir = cdir / name
+        keep = name in KEEP_ADAPTERS
         if resume and path.is_file():
             old = json.loads(path.read_text(encoding="utf-8"))
-            if old.get("key") == key:
+            if (old.get("key") == key and old["result"].get("eval_rows") == rows0
+                    and (not keep or (arm_dir / "adapter" / "adapter_config.json").is_file())):
                 doc["arms"][name] = old["result"]
                 continue
         t0 = time.perf_counter()
         plan, private = arm_plan(name, base_plan, incidence, floor=floor, ledger_spent=spent,
                                  ledger_pairs=pairs)
-        plan = replace(plan, steps=total) if total != plan.steps else plan
         model = apply_lora(copy.deepcopy(base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
                            targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
-        ev = plan_evaluator(model, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
-                            max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
-                            max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
+        if keep and not base_saved:
+            from repoguard.artefacts import atomic_dir
+            from repoguard.training.model import save_base_model
+
+            with atomic_dir(cdir / "base_model") as tmp:
+                save_base_model(base, tok, tmp)
+            base_saved = True
+        if keep and not cfg.model:       # lets `audit risk --run OUT/compare/<arm>` find the base
+            model.peft_config["default"].base_model_name_or_path = str((cdir / "base_model").resolve())
+        ev = Evaluator(model, es, tokenizer=tok, pad_id=tok.pad_token_id, micro_batch_size=cfg.micro_batch_size or 8)
         arm_seed = seed if seed is not None else _secrets.randbits(32)
         # A fixed seed (tests) fixes a private arm's batches and noise only through the explicit
         # insecure flag (training.randomness); without one, private arms draw from the OS.
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
-                                 checkpoint_every=total, private=private, seed=arm_seed,
+                                 checkpoint_every=total, steps=total, private=private, seed=arm_seed,
                                  insecure_reproducible=private and seed is not None)
-        from repoguard.evaluation.periodic import PeriodicEval
-        pe = PeriodicEval(ev, every=cfg.eval_every)
-        train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=cdir / f".{name}",
-              settings=settings, ledger=None, publish=False, show_progress=show_progress, evaluator=pe)
-        import shutil
-        shutil.rmtree(cdir / f".{name}" / "checkpoints", ignore_errors=True)
+        pe = PeriodicEval(ev, every=cfg.eval_every, base=doc["base"])
+        shutil.rmtree(arm_dir, ignore_errors=True)
+        secure_dir(arm_dir)
+        report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=arm_dir,
+                       settings=settings, ledger=None, publish=False, show_progress=show_progress, evaluator=pe)
+        shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
+        if keep:                          # owner-only: inside the 0700 arm directory
+            from repoguard.artefacts import atomic_dir
+
+            with atomic_dir(arm_dir / "adapter") as tmp:
+                model.save_pretrained(tmp, save_embedding_layers=False)
+            atomic_write_json(arm_dir / "privacy_report.json", {**report, "compare_arm": name})
         bounds = [s.achieved_bound / s.r for s in plan.secrets] if private and plan.secrets else []
         if name == "uniform" and floor is not None:
             from repoguard.plan import undetected_floor
@@ -163,16 +199,37 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         result = {"sigma": plan.sigma if private else 0.0, "private": private,
                   "sum_w_over_n": float(plan.w.sum()) / n_train if n_train else None,
                   "slices": pe.history[-1]["slices"],
-                  "curve": [{"step": h["step"], "loss": _pub(h["slices"])} for h in pe.history],
+                  "curve": [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                            for h in pe.history],
                   "bound_ratio_min": min(bounds) if bounds else None,
                   "bound_ratio_max": max(bounds) if bounds else None,
                   "undetected_floor": (plan.extra.get("undetected_floor") or {}).get("bounds") if private else None,
                   "seconds": time.perf_counter() - t0, "steps": total,
-                  "eval_rows": {k: [int(x) for x in v] for k, v in ev.es.slices.items()}}
+                  "eval_rows": _rows(ev.es)}
         atomic_write_json(path, {"key": key, "result": result})
         doc["arms"][name] = result
+    for name, r in doc["arms"].items():
+        if r["eval_rows"] != rows0:       # every arm is scored on exactly the same test examples
+            raise RuntimeError(f"compare: arm {name} was scored on other held-out rows than the base")
+        if name in KEEP_ADAPTERS and (cdir / name / "adapter" / "adapter_config.json").is_file():
+            doc["adapters"][name] = str(cdir / name)
+    if risk and all(a in doc["adapters"] for a in KEEP_ADAPTERS):
+        from repoguard.audit.risk_compare import compare_risk
+
+        doc["risk"] = compare_risk(out=out, root=root, cfg=cfg, runs=doc["adapters"], incidence=incidence,
+                                   plans={a: arm_plan(a, base_plan, incidence)[0] for a in KEEP_ADAPTERS},
+                                   sample=risk_sample)
     atomic_write_json(cdir / "compare.json", doc)
     return doc
+
+
+def _rows(es) -> dict[str, list[int]]:
+    return {k: [int(x) for x in v] for k, v in es.slices.items()}
+
+
+def _compact(slices: dict) -> dict:
+    """slice → {loss, accuracy, exact_match}: what the report's curves need from one evaluation."""
+    return {k: {m: v.get(m) for m in ("loss", "accuracy", "exact_match")} for k, v in slices.items()}
 
 
 def _pub(slices: dict) -> float | None:

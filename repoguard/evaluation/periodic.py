@@ -24,10 +24,14 @@ class PeriodicEval:
 
     Args:
         evaluator: `metrics.Evaluator` (its `info()` describes the scored set for eval.json).
-        every: also evaluate every `every` steps (0: only the base model and the end)."""
+        every: also evaluate every `every` steps (0: only the base model and the end).
+        base: the step-0 result when the caller already scored the same model on the same
+            `EvalSet` (`compare` scores the base once: a fresh LoRA adapter adds exact zeros, so
+            every arm's step-0 model *is* the base); None = evaluate it here."""
 
-    def __init__(self, evaluator: Evaluator, *, every: int = 0) -> None:
+    def __init__(self, evaluator: Evaluator, *, every: int = 0, base: dict | None = None) -> None:
         self.evaluator, self.every = evaluator, max(0, int(every))
+        self.base = base
         self.history: list[dict] = []
         self.path: Path | None = None
         self._pending_base: dict | None = None
@@ -50,7 +54,7 @@ class PeriodicEval:
                 old = []
             self.history = [h for h in old if h.get("step", 1 << 62) <= start]
         if not self.history:
-            res = self.evaluator()
+            res = self.base if self.base is not None and start == 0 else self.evaluator()
             self.history.append({"step": start, "slices": res})
             if start == 0:            # a resumed run without history scores its current model
                 self._pending_base = res

@@ -132,45 +132,27 @@ def _explorer(plan, inc, rows: list[dict]) -> list[dict]:
 def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
     """What training leaves out and why, per secret and per top-level directory.
 
-    Weighting: example i is sampled at rate ∝ w_i ∈ [0, 1] (Hush eq. 1), so Σw/n over a group is the
-    share of it trained on at full rate, 1 − Σw/n the share left out to protect secrets. Corpus:
-    files left out before weighting, by reason (corpus/excluded.json). Numbers the plan already
-    carries (`plan.extra["retention"]`) are used as they are. Rows: the `limit` groups with the
-    smallest retained share."""
-    from repoguard.evaluation.split import example_path
+    Weighting: `retention.retention` (examples, Σw, Σw/n per group; the plan's own
+    `extra["retention"]` when it has one, else computed from its w). Corpus: files left out before
+    weighting, by reason (corpus/excluded.json). Rows: the `limit` groups with the smallest
+    retained share."""
+    from repoguard.retention import retention, top_dir
 
     given = plan.extra.get("retention") if isinstance(plan.extra.get("retention"), dict) else None
-    w = dict(zip(plan.example_ids, (float(x) for x in plan.w)))
-    per_secret = []
-    csc = inc.matrix.tocsc()
-    for j, sec in enumerate(inc.secrets):
-        rows = csc.indices[csc.indptr[j]:csc.indptr[j + 1]]
-        ws = [w.get(inc.example_ids[i], 0.0) for i in rows]
-        if ws:
-            per_secret.append({"secret": sec.id, "examples": len(ws), "sum_w": sum(ws),
-                               "retained": sum(ws) / len(ws)})
-    tied = inc.matrix.getnnz(axis=1)
-    dirs: dict[str, dict] = {}
-    for i, eid in enumerate(inc.example_ids):
-        path = example_path(eid)       # paths may hold "#"
-        top = path.split("/", 1)[0] + "/" if "/" in path else "(root)"
-        d = dirs.setdefault(top, {"directory": top, "examples": 0, "sum_w": 0.0, "tied": 0, "files_left_out": 0})
-        d["examples"] += 1
-        d["sum_w"] += w.get(eid, 0.0)
-        d["tied"] += int(tied[i] > 0)
+    ret = given if given and "per_directory" in given else retention(inc, plan.w, plan.test_mask)
+    dirs = {d["directory"]: {**d, "files_left_out": 0} for d in ret["per_directory"]}
     reasons: dict[str, int] = {}
     for e in (excluded or {}).get("excluded", []):
-        path = e.get("path", "")
-        top = path.split("/", 1)[0] + "/" if "/" in path else "(root)"
-        d = dirs.setdefault(top, {"directory": top, "examples": 0, "sum_w": 0.0, "tied": 0, "files_left_out": 0})
+        top = top_dir(e.get("path", ""))
+        d = dirs.setdefault(top, {"directory": top, "examples": 0, "held_out": 0, "sum_w": 0.0, "tied": 0,
+                                  "retained": None, "files_left_out": 0})
         d["files_left_out"] += 1
         reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
-    for d in dirs.values():
-        d["retained"] = d["sum_w"] / d["examples"] if d["examples"] else None
-    per_dir = sorted(dirs.values(), key=lambda d: (d["retained"] if d["retained"] is not None else -1, d["directory"]))
-    per_secret.sort(key=lambda r: (r["retained"], r["secret"]))
+    per_dir = sorted(dirs.values(), key=lambda d: (d["retained"] if d["retained"] is not None else 2.0, d["directory"]))
+    per_secret = [r for r in ret["per_secret"] if r["examples"]]
     return {"per_secret": per_secret[:limit], "n_secrets": len(per_secret), "per_directory": per_dir[:limit],
-            "n_directories": len(dirs), "corpus_reasons": dict(sorted(reasons.items())), "given": given}
+            "n_directories": len(dirs), "corpus_reasons": dict(sorted(reasons.items())),
+            "retained": ret.get("retained"), "n_train": ret.get("n_train")}
 
 
 def collect(out: Path, *, repo_name: str = "") -> dict:
@@ -201,7 +183,8 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                        "sum_w": float(plan.w.sum()), "retained": float(np.mean(plan.w > 0)) if plan.w.size else 0.0,
                        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
                        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
-                       "exposures": plan.extra.get("exposures", [])}
+                       "exposures": plan.extra.get("exposures", []),
+                       "n_train": int((~plan.test_mask).sum())}
         doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts)
         doc["sweep"] = [{k: r.get(k) for k in ("c", "frac_positive", "sum_w", "sigma", "score")}
                         for r in plan.extra.get("sweep", [])]
@@ -230,6 +213,10 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
     doc["risk"] = collect_risk(out)
     if doc["risk"]:
         sections.append("risk")
+    from repoguard.report.compare import collect_compare
+    doc["compare"] = collect_compare(out)
+    if doc["compare"]:
+        sections.append("compare")
     if not sections:
         raise InputError(f"{out}: no artefacts to report (run `repoguard scan`, `analyze`, `plan` first)")
     doc["sections"] = ["summary"] + sections

@@ -169,7 +169,8 @@ def _left_out(lo: dict | None) -> str:
     srows = [[_td(r["secret"]), _td(r["examples"], True, "d"), _td(r["sum_w"], True, ".3g"),
               _td(100 * r["retained"], True, ".1f"), _td(100 * (1 - r["retained"]), True, ".1f")] for r in lo["per_secret"]]
     drows = [[_td(r["directory"]), _td(r["examples"], True, "d"), _td(r["tied"], True, "d"), _td(r["sum_w"], True, ".3g"),
-              _td(None if r["retained"] is None else 100 * r["retained"], True, ".1f"), _td(r["files_left_out"], True, "d")]
+              _td(None if r["retained"] is None else 100 * r["retained"], True, ".1f"),
+              _td(r.get("held_out", 0), True, "d"), _td(r["files_left_out"], True, "d")]
              for r in lo["per_directory"]]
     reasons = ", ".join(f"{_e(k)}: {v}" for k, v in lo["corpus_reasons"].items()) or "none"
     return ('<h2 id="left-out">What training leaves out, and why</h2>'
@@ -177,11 +178,23 @@ def _left_out(lo: dict | None) -> str:
             f'(by reason: {reasons}). Then the weighting LP gives each example a weight w ∈ [0, 1]: an '
             'example is sampled at rate ∝ w, so over a group <b>Σw/n</b> is the share trained on at full '
             'rate and the rest is what protecting the group\'s secrets costs. Examples tied to no secret '
-            'keep w = 1.</p>'
+            'keep w = 1; held-out (evaluation) examples are counted apart.</p>'
             f'<p>Per secret (the {len(srows)} least retained of {lo["n_secrets"]}):</p>'
             + _table(["secret", "examples", "Σw", "retained %", "left out %"], srows)
             + f'<p>Per top-level directory (the {len(drows)} least retained of {lo["n_directories"]}):</p>'
-            + _table(["directory", "examples", "tied to a secret", "Σw", "retained %", "files left out of the corpus"], drows))
+            + _table(["directory", "training examples", "tied to a secret", "Σw", "retained %", "held out (evaluation)",
+                      "files left out of the corpus"], drows))
+
+
+def _sweep_note(sweep: list[dict]) -> str:
+    from repoguard.retention import sweep_retention_flat
+
+    if not sweep_retention_flat(sweep):
+        return ""
+    sw = [r.get("sum_w") or 0 for r in sweep if r.get("c")]
+    return (f'<p class="muted">Retention does not change with c: Σw stays within {min(sw):.6g}–{max(sw):.6g} '
+            'over the sweep. The secrets\' LP budgets are a negligible share of the corpus, so c only trades '
+            'their own weight against σ.</p>')
 
 
 def _explorer(items: list[dict], total: int) -> str:
@@ -229,19 +242,22 @@ def render(doc: dict) -> str:
     p = doc.get("plan")
     sections = [_summary(doc), _findings(doc.get("findings")), _secrets(doc.get("secrets"))]
     if p:
-        sections.append('<h2 id="plots">Plan</h2>' + _img(plots.sweep_plot(doc.get("sweep") or [], p.get("c")), "c sweep")
+        sections.append('<h2 id="plots">Plan</h2>' + _img(plots.sweep_plot(doc.get("sweep") or [], p.get("c"), p.get("n_train")), "c sweep")
+                        + _sweep_note(doc.get("sweep") or [])
                         + _img(plots.ratio_histogram(doc["secrets"]["ratio_log10_hist"]), "achieved/target histogram"))
     if doc.get("training", {}).get("runs"):
         sections.append('<h2 id="training">Training</h2>' + _img(plots.loss_plot(doc["training"]["runs"]), "training loss"))
     sections.append(_audit(doc))
     from repoguard.report.risk import render_risk
     sections.append(render_risk(doc.get("risk") or [], e=_e, td=_td, table=_table, img=_img))
+    from repoguard.report.compare import render_compare
+    sections.append(render_compare(doc.get("compare"), e=_e, td=_td, table=_table, img=_img))
     sections.append(_left_out(doc.get("left_out")))
     n_sec = (doc.get("incidence") or {}).get("n_secrets", 0)
     sections.append(_explorer(doc.get("explorer") or [], n_sec))
     sections.append(_GLOSSARY)
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in ("summary", "findings", "secrets", "plots", "training", "audit", "risk",
-                                                     "left-out", "explorer", "glossary")
+                                                     "compare", "left-out", "explorer", "glossary")
                   if f'id="{s}"' in "".join(sections))
     title = f"repoguard report{(' — ' + doc['repo']) if doc.get('repo') else ''}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '

@@ -28,14 +28,21 @@ def _png(plt, fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def sweep_plot(sweep: list[dict], chosen_c: float | None) -> str | None:
-    """Retention fraction (left axis) and σ (right axis) against c, log2 x axis [Hush Fig. 1a, 1c]."""
+def sweep_plot(sweep: list[dict], chosen_c: float | None, n_train: int | None = None) -> str | None:
+    """Retention (share with w > 0, and Σw/n over the `n_train` training examples; left axis) and σ
+    (right axis) against c, log2 x axis [Hush Fig. 1a, 1c]. When Σw is the same at every c
+    (`retention.sweep_retention_flat`) the title says so: c then moves only σ and the secrets' weight."""
+    from repoguard.retention import sweep_retention_flat
+
     pts = [r for r in sweep if r.get("c")]
     if not pts:
         return None
     plt, fig, ax = _fig()
     cs = [r["c"] for r in pts]
     ax.plot(cs, [r.get("frac_positive") or 0 for r in pts], "o-", color="tab:blue", label="retained (w > 0)")
+    if n_train:
+        ax.plot(cs, [(r.get("sum_w") or 0) / n_train for r in pts], "^:", color="tab:cyan", label="Σw/n")
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("c (LP scale)")
     ax.set_ylabel("fraction of examples retained", color="tab:blue")
@@ -47,7 +54,9 @@ def sweep_plot(sweep: list[dict], chosen_c: float | None) -> str | None:
     ax2.set_ylabel("noise multiplier σ", color="tab:red")
     if chosen_c:
         ax.axvline(chosen_c, color="gray", lw=1, ls=":")
-    ax.set_title("c sweep: retention and σ")
+    flat = sweep_retention_flat(pts)
+    ax.set_title("c sweep: retention does not change with c (only σ does)" if flat else "c sweep: retention and σ",
+                 fontsize=10 if flat else None)
     return _png(plt, fig)
 
 
