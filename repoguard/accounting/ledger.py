@@ -52,7 +52,7 @@ import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from repoguard.accounting import ledger_state as ls
 from repoguard.artefacts import atomic_write_json
@@ -242,11 +242,14 @@ def _finite(x: float) -> bool:
 
 
 def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
-               randomness: str | None = None) -> dict:
+               randomness: str | None = None, clear_example_ids: Sequence[str] = (),
+               phases: dict | None = None) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
     (they then count as +inf). `randomness` (when given) records where the run's batches and noise
-    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee). Raises InputError for bad arguments and PolicyError if the ledger
+    came from ("os-entropy", or "insecure-reproducible": a test run with no guarantee).
+    `clear_example_ids`: the examples a two-phase run's clear public phase trained on; `phases`:
+    its phase-1 record and undetected-secret floor (`training.phases`), stored as given. Raises InputError for bad arguments and PolicyError if the ledger
     fails verification (a tampered ledger is never extended)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -267,6 +270,10 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
     if randomness is not None:
         fields["randomness"] = str(randomness)
+    if clear_example_ids:
+        fields["clear_phase"] = {"n_examples": len(clear_example_ids)}
+    if phases is not None:
+        fields["phases"] = phases
     return append_entry(path, fields, secrets)
 
 
