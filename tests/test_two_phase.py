@@ -196,3 +196,26 @@ def test_phase_settings_are_validated(tmp_path, planned):
     _out, plan, inc, _texts = planned
     with pytest.raises(InputError, match="exceeds the .* public examples"):
         prepare(plan, inc, PhaseOne(batch_size=10_000), lr=1e-3)
+
+
+def test_compare_two_phase_arms(planned):
+    """The two-phase arms train phase 1 then the hush plan, on the same eval rows as `hush`."""
+    from repoguard.config import TrainingConfig
+    from repoguard.evaluation.compare import format_table, run_compare
+
+    out, plan, _inc, _texts = planned
+    cfg = TrainingConfig(max_length=32, learning_rate=2e-2, seed=7, eval_max_examples=4, eval_max_lines=2,
+                         micro_batch_size=8, eval_every=0)
+    arms = ("hush", "two-phase", "two-phase-noised")
+    doc = run_compare(root=out.parent, out=out, cfg=cfg, arms=arms, seed=7, show_progress=False,
+                      floor=(1e-4, 0.05), phase1_steps=2)
+    got = doc["arms"]
+    assert got["two-phase"]["eval_rows"] == got["hush"]["eval_rows"] == got["two-phase-noised"]["eval_rows"]
+    for name, mode in (("two-phase", "clear"), ("two-phase-noised", "noised")):
+        r = got[name]
+        assert r["sigma"] == got["hush"]["sigma"] == plan.sigma and r["phase1"]["mode"] == mode
+        assert r["phase1"]["steps"] == 2 and [c["step"] for c in r["curve"]] == [-2, 0, T]
+    assert got["two-phase"]["undetected_floor"]["1"] == 1.0 and got["two-phase"]["phase1"]["sigma"] == 0.0
+    assert got["two-phase-noised"]["phase1"]["sigma"] > 0 and got["two-phase-noised"]["undetected_floor"]["1"] < 1
+    assert "two-phase (+2 public)" in format_table(doc)
+    assert not (out / "ledger.jsonl").exists()
