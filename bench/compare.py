@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-length", type=int, default=64)
     ap.add_argument("--eval-examples", type=int, default=16, help="examples per slice")
     ap.add_argument("--eval-lines", type=int, default=8, help="completed lines per slice")
+    ap.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
+                    help="phase-1 steps of the two-phase arms (default: the plan's T)")
     ap.add_argument("--seed", type=int, default=None, help="fix sampler/noise seeds (default: fresh)")
     ap.add_argument("--json", type=Path, default=None, help="also write the compare document here")
     args = ap.parse_args(argv)
@@ -62,7 +64,7 @@ def main(argv=None) -> int:
                                   eval_max_examples=args.eval_examples, eval_max_lines=args.eval_lines)
         arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
         doc = run_compare(root=repo, out=out, cfg=cfg, arms=arms, seed=args.seed, show_progress=False,
-                          floor=(config.defaults.p, config.defaults.r))
+                          floor=(config.defaults.p, config.defaults.r), phase1_steps=args.phase1_steps)
         plan = load_plan(out)
     print(format_table(doc))
     su = plan.extra.get("sigma_uniform")

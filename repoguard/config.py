@@ -148,6 +148,13 @@ class TrainingConfig:
     eval_every: int = 50                 # held-out evaluation every N steps (and at 0 and the end)
     eval_max_examples: int = 48          # per evaluation slice
     eval_max_lines: int = 16             # completed lines per slice (public, secret-tied)
+    # Two-phase fine-tuning [JFT §3] (`training/phases.py`): 2 = a public phase, then the plan.
+    phases: int = 1
+    phase1: str = "clear"                # "clear" (no noise) or "noised" (σ₁ for the undetected floor)
+    phase1_steps: int = 0                # 0 = the plan's T
+    phase1_lr: float = 0.0               # 0 = learning_rate
+    phase1_batch_size: float = 0.0       # expected batch size of phase 1; 0 = the plan's B
+    phase1_k: int = 1                    # noised: an undetected secret confined to k public examples
 
 
 @dataclass(frozen=True)
@@ -393,10 +400,12 @@ class _Validator:
             ("plan", "adjacency"): ("zero-out", "replace"),
             ("training", "precision"): ("auto", "fp32", "bf16"),
             ("training", "per_example_grads"): ("auto", "opacus", "hooks"),
+            ("training", "phases"): (1, 2),
+            ("training", "phase1"): ("clear", "noised"),
         }
         for (sec, k), allowed in choices.items():
             if sec == name and getattr(s, k) not in allowed:
-                self.fail(f"{name}.{k}", f"must be one of {', '.join(allowed)}, not {getattr(s, k)!r}", table=name, key=k)
+                self.fail(f"{name}.{k}", f"must be one of {', '.join(map(str, allowed))}, not {getattr(s, k)!r}", table=name, key=k)
         if name == "analyzers":
             if not 0.0 <= s.cochange_min_coupling <= 1.0:
                 self.fail("analyzers.cochange_min_coupling", "must be between 0 and 1", table=name,
@@ -405,9 +414,12 @@ class _Validator:
             self.fail("plan.c", "must be ≥ 0 (0 = sweep)", table=name, key="c")
         if name == "plan" and not 0 <= s.holdout_fraction <= 0.5:
             self.fail("plan.holdout_fraction", "must be between 0 and 0.5", table=name, key="holdout_fraction")
-        for k in ("eval_every", "eval_max_lines", "micro_batch_size") if name == "training" else ():
+        for k in ("eval_every", "eval_max_lines", "micro_batch_size", "phase1_steps", "phase1_lr",
+                  "phase1_batch_size") if name == "training" else ():
             if getattr(s, k) < 0:
                 self.fail(f"training.{k}", "must be ≥ 0", table=name, key=k)
+        if name == "training" and s.phase1_k < 1:
+            self.fail("training.phase1_k", "must be ≥ 1", table=name, key="phase1_k")
         for i, v in enumerate(s.acknowledged_exposures if name == "ledger" else ()):
             if not _ACK.match(v):
                 self.fail(f"ledger.acknowledged_exposures[{i}]", f'{v!r} is not "SECRET" or "SECRET@RUN" '

@@ -75,6 +75,10 @@ class RunSettings:
     fail_on_findings: bool = False
     show_progress: bool = True
     ledger_path: Path | None = None      # default OUT/ledger.jsonl; scheduled runs share one
+    phases: int | None = None            # two-phase fine-tuning (`training.phases`): [training] overrides
+    phase1: str | None = None
+    phase1_steps: int | None = None
+    phase1_lr: float | None = None
 
 
 # -- digests --------------------------------------------------------------------------------------

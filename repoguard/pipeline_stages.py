@@ -237,7 +237,8 @@ def _train_cfg(ctx):
 
     s = ctx.settings
     return merge_config(ctx.config.training, model=s.model, max_length=s.max_length, lora_r=s.lora_r,
-                        learning_rate=s.lr, micro_batch_size=s.micro_batch_size, seed=s.seed)
+                        learning_rate=s.lr, micro_batch_size=s.micro_batch_size, seed=s.seed, phases=s.phases,
+                        phase1=s.phase1, phase1_steps=s.phase1_steps, phase1_lr=s.phase1_lr)
 
 
 class train:
@@ -254,7 +255,8 @@ class train:
 
         s = ctx.settings
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
-                          insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint)
+                          insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
+                          floor=(ctx.config.defaults.p, ctx.config.defaults.r))
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],

@@ -419,7 +419,8 @@ def _finite(x: float) -> bool:
 
 
 def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
-               randomness: str | None = None, clear_example_ids: Sequence[str] = ()) -> dict:
+               randomness: str | None = None, clear_example_ids: Sequence[str] = (),
+               phases: dict | None = None) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
     (they then count as +inf). `randomness` (when given) records where the run's batches and noise
@@ -429,7 +430,10 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     (`clear_ids.py`) whose digest the entry carries, so a later analysis that ties one of them to
     a secret reports that secret as exposed (`exposures.py`). Raises InputError for bad arguments
     (including a clear id that is not a training example of `plan`, or a held-out one) and
-    PolicyError if the ledger fails verification (a tampered ledger is never extended)."""
+    `phases` (when given): a two-phase run's phase-1 record and undetected-secret floor
+    (`training.phases`), stored as given. Raises InputError for bad arguments (including a clear
+    id that is not a training example of `plan`, or a held-out one) and PolicyError if the ledger
+    fails verification (a tampered ledger is never extended)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
     if not 0 <= steps_completed <= plan.steps:
@@ -449,6 +453,8 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
     if randomness is not None:
         fields["randomness"] = str(randomness)
+    if phases is not None:
+        fields["phases"] = phases
     if len(clear_example_ids):
         _check_clear_ids(plan, clear_example_ids)
     return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids)

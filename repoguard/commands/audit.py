@@ -37,7 +37,12 @@ def register(parser) -> None:
                                 parser_class=type(parser))
     c = sub.add_parser("canaries", help="plant a canary in a secret's examples; exposure DP vs --no-dp")
     _common_flags(c)
-    c.add_argument("--secret", required=True, metavar="ID", help="the secret whose examples carry the canary")
+    c.add_argument("--secret", default=None, metavar="ID", help="the secret whose examples carry the canary")
+    c.add_argument("--missed", action="store_true",
+                   help="plant the canary in examples tied to no secret (a missed secret) and compare hush, "
+                        "two-phase clear and two-phase noised [JFT §5] (writes OUT/audit/missed-canaries.json)")
+    c.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
+                   help="--missed: phase-1 steps of the two-phase runs (default: [training] phase1_steps, else T)")
     c.add_argument("--insert", type=int, default=None, metavar="N",
                    help="examples that carry the canary (default: all of the secret's examples with ρ > 0)")
     c.add_argument("--references", type=int, default=10_000, metavar="N",
@@ -95,6 +100,11 @@ def run(args) -> int:
 
         if not 1 <= args.digits <= 64 or not args.name.isidentifier():
             raise InputError("--name must be an identifier and --digits in 1..64")
+        if args.missed:
+            return _missed(args, common, CanaryFormat(name=args.name, length=args.digits),
+                           (config.defaults.p, config.defaults.r), log, quiet)
+        if args.secret is None:
+            raise InputError("audit canaries: give --secret ID (or --missed for a secret nobody declared)")
         doc = run_canary_audit(secret_id=args.secret, n_insert=args.insert, n_references=args.references,
                                fmt=CanaryFormat(name=args.name, length=args.digits), **common)
         if args.json:
@@ -160,4 +170,28 @@ def _risk(args, repo, config, out) -> int:
         for line in table_lines(doc):
             log.info("%s", line)
         log.info("→ %s", out / "audit" / name)
+    return 0
+
+
+def _missed(args, common: dict, fmt, floor, log, quiet) -> int:
+    """`audit canaries --missed` (`audit.missed`)."""
+    from repoguard.audit.missed import run_missed_canary_audit
+    from repoguard.commands._common import print_json
+    from repoguard.errors import InputError
+
+    if args.secret is not None:
+        raise InputError("--missed plants the canary in examples tied to no secret: leave --secret out")
+    if args.phase1_steps is not None and args.phase1_steps < 1:
+        raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
+    common = {k: v for k, v in common.items() if k != "noise_seed"}
+    doc = run_missed_canary_audit(n_insert=args.insert or 1, n_references=args.references, fmt=fmt, floor=floor,
+                                  phase1_steps=args.phase1_steps, **common)
+    if args.json:
+        print_json(doc)
+    elif not quiet:
+        for label, r in doc["runs"].items():
+            log.info("%-17s exposure %.2f bits (sampled) / %.2f bits (skew-normal) of %g; P[exposure ≥ e] ≤ %.3g",
+                     label, r["exposure_sampled"], r["exposure_skewnorm"], doc["log2_space_size"],
+                     r["tail_bound_sampled"])
+        log.info("→ %s", common["out"] / "audit" / "missed-canaries.json")
     return 0

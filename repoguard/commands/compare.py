@@ -1,6 +1,7 @@
-"""`repoguard compare [PATH]`: train every arm (hush, hush-kl, hush-gdp, uniform, drop, no-dp)
-from the same base with the plan's B, T and held-out split, and print their held-out metrics (and,
-when both the hush and no-dp arms are there, how DP moves their at-risk examples)."""
+"""`repoguard compare [PATH]`: train every arm (hush, hush-kl, hush-gdp, uniform, drop, no-dp,
+two-phase, two-phase-noised) from the same base with the plan's B, T and held-out split, and print
+their held-out metrics (and, when both the hush and no-dp arms are there, how DP moves their
+at-risk examples)."""
 from __future__ import annotations
 
 NAME = "compare"
@@ -13,8 +14,11 @@ def register(parser) -> None:
     add_path_argument(parser)
     add_json_flag(parser)
     parser.add_argument("--arms", default=None, metavar="NAMES",
-                        help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop,no-dp)")
+                        help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop,no-dp,"
+                        "two-phase,two-phase-noised)")
     parser.add_argument("--steps", type=int, default=None, help="steps per arm (default: the plan's T)")
+    parser.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
+                        help="phase-1 steps of the two-phase arms (default: [training] phase1_steps, else T)")
     parser.add_argument("--fresh", action="store_true", help="retrain arms whose saved result matches")
     parser.add_argument("--no-risk", action="store_true",
                         help="skip the at-risk ranking of the hush and no-dp arms (audit risk on both)")
@@ -37,10 +41,12 @@ def run(args) -> int:
         raise InputError(f"--steps: must be ≥ 1, got {args.steps}")
     if args.risk_sample < 0:
         raise InputError(f"--risk-sample: must be ≥ 0, got {args.risk_sample}")
+    if args.phase1_steps is not None and args.phase1_steps < 1:
+        raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,
                       resume=not args.fresh, show_progress=not (args.quiet or args.json),
                       floor=(config.defaults.p, config.defaults.r), risk=not args.no_risk,
-                      risk_sample=args.risk_sample)
+                      risk_sample=args.risk_sample, phase1_steps=args.phase1_steps)
     if args.json:
         print_json(doc)
     elif not args.quiet:

@@ -55,6 +55,9 @@ def register(parser) -> None:
                    help="TESTS ONLY: derive the private run's batches and noise from --seed (no privacy guarantee)")
     t.add_argument("--keep-checkpoint", action="store_true",
                    help="keep the final checkpoint after training (it holds the generator states: never publish it)")
+    from repoguard.commands.train import add_phase_flags
+
+    add_phase_flags(parser)
 
 
 def run(args) -> int:
@@ -74,6 +77,9 @@ def run(args) -> int:
         v = getattr(args, flag)
         if v is not None and not v > 0:
             raise InputError(f"--{flag.replace('_', '-')}: must be > 0, got {v}")
+    from repoguard.commands.train import phase_overrides
+
+    phases = phase_overrides(args)
     repo, config, out = resolve_repo(args)
     config_path = args.config or (str(default_config_path(repo.root))
                                   if default_config_path(repo.root).is_file() else None)
@@ -87,7 +93,9 @@ def run(args) -> int:
         keep_checkpoint=args.keep_checkpoint, audit=args.audit, audit_steps=args.audit_steps,
         budget_fraction=(args.budget_fraction if args.budget_fraction is not None
                          else SCHEDULED_FRACTION if args.scheduled else 1.0),
-        from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet)
+        from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet,
+        phases=phases["phases"], phase1=phases["phase1"], phase1_steps=phases["phase1_steps"],
+        phase1_lr=phases["phase1_lr"])
     from repoguard.commands._common import make_console
 
     err = make_console(stderr=True, highlight=False)

@@ -30,6 +30,31 @@ def register(parser) -> None:
       help="TESTS ONLY: derive a private run's batches and noise from --seed (no privacy guarantee)")
     a("--keep-checkpoint", action="store_true",
       help="keep the final checkpoint after the run (it holds the generator states: never publish it)")
+    add_phase_flags(parser)
+
+
+def add_phase_flags(parser) -> None:
+    """--two-phase, --phase1, --phase1-steps, --phase1-lr (`train` and `run`)."""
+    g = parser.add_argument_group("two-phase fine-tuning (default: [training] phases, phase1, …)")
+    g.add_argument("--two-phase", action="store_true",
+                   help="train on the public examples first (tied to no secret, not held out), then run the plan")
+    g.add_argument("--phase1", choices=("clear", "noised"), default=None,
+                   help="phase 1 without noise (clear, default) or DP-SGD with σ₁ for the undetected-secret "
+                        "floor (noised); implies --two-phase")
+    g.add_argument("--phase1-steps", type=int, default=None, metavar="T1", help="phase-1 steps (default: the plan's T)")
+    g.add_argument("--phase1-lr", type=float, default=None, metavar="LR", help="phase-1 learning rate (default: --lr)")
+
+
+def phase_overrides(args) -> dict:
+    """`[training]` overrides from the phase flags; raises InputError for bad values."""
+    from repoguard.errors import InputError
+
+    if args.phase1_steps is not None and args.phase1_steps < 1:
+        raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
+    if args.phase1_lr is not None and not args.phase1_lr > 0:
+        raise InputError(f"--phase1-lr: must be > 0, got {args.phase1_lr}")
+    return {"phases": 2 if (args.two_phase or args.phase1) else None, "phase1": args.phase1,
+            "phase1_steps": args.phase1_steps, "phase1_lr": args.phase1_lr}
 
 
 def run(args) -> int:
@@ -53,10 +78,10 @@ def run(args) -> int:
     cfg = merge_config(config.training, model=args.model, max_length=args.max_length, lora_r=args.lora_r,
                        lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_targets=targets,
                        learning_rate=args.lr, micro_batch_size=args.micro_batch_size,
-                       checkpoint_every=args.checkpoint_every, seed=args.seed)
+                       checkpoint_every=args.checkpoint_every, seed=args.seed, **phase_overrides(args))
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
                       insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,
-                      show_progress=not args.quiet)
+                      show_progress=not args.quiet, floor=(config.defaults.p, config.defaults.r))
     report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
     if int(os.environ.get("RANK", "0")) != 0:    # under torchrun only rank 0 reports
         return 0

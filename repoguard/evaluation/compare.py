@@ -10,7 +10,11 @@ lines (one `metrics.EvalSet`):
               accountant so every secret meets its target (the Hush paper's baseline, §5.1);
 - `drop`      examples tied to any secret removed, no noise, credentials redacted (excluding the
               secret directories by hand);
-- `no-dp`     every training example, no noise (the ceiling; no protection).
+- `no-dp`     every training example, no noise (the ceiling; no protection);
+- `two-phase`, `two-phase-noised`   [JFT §3] phase 1 on the public examples (clear, or DP-SGD with
+              σ₁ for the undetected-secret floor), then the `hush` plan from phase 1's weights
+              (`training.phases`); phase 1 adds T₁ steps (`phase1_steps`, default T) at the same
+              B and lr.
 
 Arm models are measurements: never published, nothing recorded in the ledger. Everything under
 `OUT/compare/` is owner-only (0700): each arm's logs and held-out metrics in `<arm>/`, and the
@@ -33,7 +37,8 @@ import numpy as np
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError
 
-ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop", "no-dp")
+ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop", "no-dp", "two-phase", "two-phase-noised")
+TWO_PHASE = {"two-phase": "clear", "two-phase-noised": "noised"}
 
 
 def arm_plan(name: str, base_plan, incidence, *, floor=None, ledger_spent=None, ledger_pairs=None):
@@ -47,7 +52,7 @@ def arm_plan(name: str, base_plan, incidence, *, floor=None, ledger_spent=None, 
     train = ~test
     n_ex = len(base_plan.example_ids)
     common = dict(batch_size=base_plan.batch_size, steps=base_plan.steps, clip_norm=base_plan.clip_norm)
-    if name == "hush":
+    if name == "hush" or name in TWO_PHASE:     # two-phase: phase 2 is the plan (phase 1: `_two_phase`)
         return base_plan, True
     if name in ("hush-kl", "hush-gdp"):
         from repoguard.evaluation.split import Split
@@ -82,7 +87,7 @@ KEEP_ADAPTERS = ("hush", "no-dp")     # arms whose adapter compare keeps (owner-
 
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
-                risk_sample: int | None = 500) -> dict:
+                risk_sample: int | None = 500, phase1_steps: int | None = None) -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
     "split": digest, "eval_set": sizes, "risk": summary or None}. Results are saved per arm in
     OUT/compare/ and reused when `resume` and the saved result has the same plan, split, steps
@@ -97,7 +102,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     examples scored, None = all).
 
     `seed` None: fresh sampler and noise randomness per arm (compare means); an int makes every
-    arm reproducible (tests only: a private model's noise must not be predictable)."""
+    arm reproducible (tests only: a private model's noise must not be predictable).
+    `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T)."""
     import secrets as _secrets
     import shutil
 
@@ -139,6 +145,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
            "lr": cfg.learning_rate, "max_length": cfg.max_length}
     # One evaluation set and one score of the base for every arm.
+    t1 = int(phase1_steps or cfg.phase1_steps or total)
     ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                          max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
                          max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
@@ -149,11 +156,12 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     base_saved = bool(cfg.model)
     for name in arms:
         path = cdir / f"{name}.json"
+        akey = {**key, "phase1_steps": t1, "phase1_lr": cfg.phase1_lr} if name in TWO_PHASE else key
         arm_dir = cdir / name
         keep = name in KEEP_ADAPTERS
         if resume and path.is_file():
             old = json.loads(path.read_text(encoding="utf-8"))
-            if (old.get("key") == key and old["result"].get("eval_rows") == rows0
+            if (old.get("key") == akey and old["result"].get("eval_rows") == rows0
                     and (not keep or (arm_dir / "adapter" / "adapter_config.json").is_file())):
                 doc["arms"][name] = old["result"]
                 continue
@@ -178,11 +186,21 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=total, steps=total, private=private, seed=arm_seed,
                                  insecure_reproducible=private and seed is not None)
-        pe = PeriodicEval(ev, every=cfg.eval_every, base=doc["base"])
+        # Phase 2 of a two-phase arm starts from phase 1's model, not the base: score its step 0.
+        pe = PeriodicEval(ev, every=cfg.eval_every, base=None if name in TWO_PHASE else doc["base"])
         shutil.rmtree(arm_dir, ignore_errors=True)
         secure_dir(arm_dir)
-        report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=arm_dir,
-                       settings=settings, ledger=None, publish=False, show_progress=show_progress, evaluator=pe)
+        phases = None
+        if name in TWO_PHASE:
+            phases, pe1 = _two_phase(TWO_PHASE[name], model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan,
+                                     incidence=incidence, cfg=cfg, settings=settings, train_dir=arm_dir,
+                                     evaluator=pe, floor=floor, steps1=t1, show_progress=show_progress,
+                                     base_metrics=doc["base"])
+            report = None
+        else:
+            report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=arm_dir,
+                           settings=settings, ledger=None, publish=False, show_progress=show_progress,
+                           evaluator=pe)
         shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
         if keep:                          # owner-only: inside the 0700 arm directory
             from repoguard.artefacts import atomic_dir
@@ -206,7 +224,14 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                   "undetected_floor": (plan.extra.get("undetected_floor") or {}).get("bounds") if private else None,
                   "seconds": time.perf_counter() - t0, "steps": total,
                   "eval_rows": _rows(ev.es)}
-        atomic_write_json(path, {"key": key, "result": result})
+        if phases is not None:
+            result["undetected_floor"] = phases["undetected_floor"]["both"]
+            result["phase1"] = {k: phases["phase1"][k] for k in ("mode", "steps", "sigma", "n_examples")}
+            result["curve"] = [{"step": h["step"] - t1, "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                               for h in pe1.history] + \
+                [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                 for h in pe.history[1:]]
+        atomic_write_json(path, {"key": akey, "result": result})
         doc["arms"][name] = result
     for name, r in doc["arms"].items():
         if r["eval_rows"] != rows0:       # every arm is scored on exactly the same test examples
@@ -232,6 +257,23 @@ def _compact(slices: dict) -> dict:
     return {k: {m: v.get(m) for m in ("loss", "accuracy", "exact_match")} for k, v in slices.items()}
 
 
+def _two_phase(mode: str, *, model, seqs, pad_id, plan, incidence, cfg, settings, train_dir, evaluator, floor,
+               steps1: int, show_progress: bool, base_metrics=None):
+    """Phase 1 (`mode`, T₁ = `steps1`, B and lr of the arm) then `plan`, unpublished; returns
+    (phase record, phase 1's PeriodicEval). Phase 1's curve steps run −T₁…0 in the result."""
+    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.training.phases import PhaseOne, prepare, run_two_phase
+
+    p, r = floor if floor is not None else (1e-10, 1e-3)
+    setup = prepare(plan, incidence, PhaseOne(mode=mode, steps=steps1, lr=cfg.phase1_lr, k=cfg.phase1_k, p=p, r=r),
+                    lr=settings.lr)
+    pe1 = PeriodicEval(evaluator.evaluator, every=evaluator.every, base=base_metrics)
+    run_two_phase(model=model, seqs=seqs, pad_id=pad_id, plan=plan, setup=setup, train_dir=train_dir,
+                  settings=settings, ledger_path=None, publish=False, show_progress=show_progress,
+                  evaluator=evaluator, evaluator1=pe1)
+    return setup.record, pe1
+
+
 def _pub(slices: dict) -> float | None:
     from repoguard.evaluation.metrics import headline
 
@@ -248,7 +290,8 @@ def format_table(doc: dict) -> str:
     for name, r in doc["arms"].items():
         fl = (r.get("undetected_floor") or {}).get("1")
         br = ("≤ 1 (calibrated)" if name == "uniform" else "—" if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
-        rows.append((name, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}", *_cells(r["slices"].get("public")),
+        label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
+        rows.append((label, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}", *_cells(r["slices"].get("public")),
                      *_cells(r["slices"].get("secret-tied")), br, f"{fl:.2g}" if fl is not None else "none",
                      f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]

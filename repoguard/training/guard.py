@@ -31,10 +31,16 @@ _TOL = 1e-6          # relative slack for re-deriving the plan's own bound (bise
 
 
 class LedgerGuard:
-    """Checks a plan against the ledger at `path` and appends runs to it (rank 0 only)."""
+    """Checks a plan against the ledger at `path` and appends runs to it (rank 0 only).
 
-    def __init__(self, path: str | Path) -> None:
+    A two-phase run (`training.phases`) sets `clear_example_ids` (the examples its public phase
+    trained on without noise) and `phases` (its phase-1 record and the undetected-secret floor
+    after both phases); every entry the run appends carries them."""
+
+    def __init__(self, path: str | Path, *, clear_example_ids=(), phases: dict | None = None) -> None:
         self.path = Path(path)
+        self.clear_example_ids = tuple(clear_example_ids)
+        self.phases = phases
 
     @staticmethod
     def _module():
@@ -92,7 +98,9 @@ class LedgerGuard:
         mode (`training.randomness`: "os-entropy", or "insecure-reproducible" for a test run);
         `clear_example_ids` the examples a public phase trained on without noise (`record_run`)."""
         self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
-                                  status=status, randomness=randomness, clear_example_ids=clear_example_ids)
+                                  status=status, randomness=randomness,
+                                  clear_example_ids=tuple(clear_example_ids) or self.clear_example_ids,
+                                  phases=self.phases)
 
 
 def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:

@@ -30,6 +30,7 @@ class RunOptions:
     insecure_reproducible: bool = False  # tests only: sampler and noise from `[training] seed`
     keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
+    floor: tuple[float, float] = (1e-10, 1e-3)  # default (p, r): a noised phase 1's target
 
 
 def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
@@ -99,14 +100,39 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,
                  "" if opts.private else " (--no-dp: no clipping, no noise)")
-        report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=train_dir,
-                       settings=settings, ledger=LedgerGuard(ledger_path or out / "ledger.jsonl"), resume=opts.resume,
-                       dist=dist, show_progress=opts.show_progress, evaluator=evaluator)
+        if cfg.phases == 2:
+            report = _two_phase(out, model, tok, plan, seqs, cfg, opts, settings, dist, evaluator,
+                                ledger_path or out / "ledger.jsonl")
+        else:
+            report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=train_dir,
+                           settings=settings, ledger=LedgerGuard(ledger_path or out / "ledger.jsonl"),
+                           resume=opts.resume, dist=dist, show_progress=opts.show_progress, evaluator=evaluator)
     finally:
         shutdown(dist)
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
     return {**report, "adapter": str(train_dir / "adapter"),
             "base_model": str(base_dir) if not cfg.model else cfg.model}
+
+
+def _two_phase(out: Path, model, tok, plan, seqs, cfg: TrainingConfig, opts: RunOptions, settings, dist,
+               evaluator, ledger_path: Path) -> dict:
+    """`[training] phases = 2`: the public phase, then the plan (`training.phases`)."""
+    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.incidence import load_incidence
+    from repoguard.training.phases import PhaseOne, prepare, run_two_phase
+
+    floor = (plan.extra.get("undetected_floor") or {})
+    target = (floor["p"], floor["r"]) if "p" in floor and "r" in floor else opts.floor
+    setup = prepare(plan, load_incidence(out), PhaseOne.from_config(cfg, floor=target), lr=cfg.learning_rate,
+                    private=opts.private)
+    p1 = setup.record["phase1"]
+    log.info("phase 1 (%s): %d public examples, B₁=%g, T₁=%d, lr₁=%g%s", p1["mode"], p1["n_examples"],
+             p1["batch_size"], p1["steps"], p1["learning_rate"],
+             f", σ₁={p1['sigma']:.4g}" if p1["mode"] == "noised" else " (no clipping, no noise)")
+    ev1 = PeriodicEval(evaluator.evaluator, every=cfg.eval_every) if evaluator is not None else None
+    return run_two_phase(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, setup=setup,
+                         train_dir=out / "train", settings=settings, ledger_path=ledger_path, resume=opts.resume,
+                         dist=dist, show_progress=opts.show_progress, evaluator=evaluator, evaluator1=ev1)
 
 
 def _evaluator(out: Path, model, tok, plan, texts, seqs, cfg: TrainingConfig):

@@ -68,7 +68,9 @@ class TrainSettings:
     CSPRNG unless `insecure_reproducible` (tests and audits only: the sampler then uses `seed`,
     the noise `noise_seed`, default seed + 0x5EED, and the run has no guarantee against whoever
     knows the seed). `keep_final_checkpoint`: keep the final checkpoint (it holds the generator states)
-    when the run completes; by default every checkpoint is deleted then."""
+    when the run completes; by default every checkpoint is deleted then. `phase`: 0 for a
+    single-phase run, 1 or 2 for the phases of a two-phase run (`training.phases`); checkpoints
+    record it and a resume refuses a checkpoint of another phase."""
 
     lr: float = 1e-3
     micro_batch_size: int = 8
@@ -82,6 +84,7 @@ class TrainSettings:
     keep_final_checkpoint: bool = False
     precision: str = "fp32"              # "fp32" | "bf16" (training.precision; resolved, not "auto")
     per_example: str = "auto"            # "auto" | "opacus" | "hooks" (dp_step.resolve_per_example)
+    phase: int = 0
 
 
 def plan_fingerprint(plan) -> str:
@@ -173,7 +176,8 @@ def _eval_label(evals) -> str:
 def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: str | Path,
           settings: TrainSettings, ledger: LedgerGuard | None, resume: bool = False,
           dist: Dist = Dist(), on_step: Callable[[int], None] | None = None,
-          show_progress: bool = True, publish: bool = True, evaluator=None) -> dict:
+          show_progress: bool = True, publish: bool = True, evaluator=None,
+          report_extra: dict | None = None) -> dict:
     """Run (or resume) DP-SGD on `model`'s LoRA parameters over the plan's examples.
 
     Args:
@@ -186,6 +190,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
         evaluator: a held-out evaluation hook (`evaluation.periodic.PeriodicEval`), used on rank 0:
             `begin(train_dir, start=, resume=)` before the first step, `after(step, last=)` →
             keys added to that step's log line, `latest` → the loss the progress line shows.
+        report_extra: keys added to the privacy report (a two-phase run's "phases").
 
     Returns the privacy report (also written to `privacy_report.json`).
 
@@ -246,7 +251,8 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             _rewrite_log(internal, keep_until=start if resume else 0)
         if not resume:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
-    state = {"plan": fingerprint, "private": settings.private, "run_id": run_id, "randomness": mode}
+    state = {"plan": fingerprint, "private": settings.private, "run_id": run_id, "randomness": mode,
+             "phase": settings.phase}
     recording = publish and settings.private and dist.is_main
     # Steps already recorded for this run (a crash recorded what it computed; a resume recomputes
     # those steps with the same randomness, so they are not spent twice, and never un-spent).
@@ -335,6 +341,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
 
     report = _privacy_report(plan, settings, run_id=run_id, steps_completed=total, resumed_from=start,
                              randomness=mode)
+    report.update(report_extra or {})
     if publish and dist.is_main:
         if settings.private:   # recorded *before* the adapter exists: no unrecorded release
             record(total, "completed")
@@ -417,6 +424,10 @@ def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, 
             raise InputError(f"{ck}: checkpoint was made with randomness {state.get('randomness')!r}, "
                              f"this run asks for {_mode(settings)!r}; resume with the same "
                              "--insecure-reproducible setting or start afresh")
+        if int(state.get("phase", 0)) != settings.phase:
+            raise InputError(f"{ck}: checkpoint of {_phase_name(int(state.get('phase', 0)))}, this run is "
+                             f"{_phase_name(settings.phase)}; resume with the same [training] phases "
+                             "or start afresh")
         start, run_id = int(state["step"]), state["run_id"]    # same run: its last ledger entry counts
         if start >= total:
             raise InputError(f"{ck}: already at step {start} of {total}; nothing to resume")
@@ -425,6 +436,10 @@ def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, 
             raise InputError("train: a private run needs the privacy ledger to publish an adapter")
         ledger.check(plan, own_run=run_id if resume else None)
     return start, run_id
+
+
+def _phase_name(phase: int) -> str:
+    return "a single-phase run" if phase == 0 else f"phase {phase} of a two-phase run"
 
 
 def _sigterm_as_interrupt():
