@@ -173,7 +173,7 @@ def test_re2_fallback_matches_same_secrets():
 
 
 def test_engine_cache_roundtrip(tmp_path, monkeypatch):
-    monkeypatch.setenv("REPOGUARD_CACHE", str(tmp_path))
+    monkeypatch.setenv("REPOGUARD_CACHE_DIR", str(tmp_path))
     full = load_rules()
     rs = RuleSet(rules=tuple(r for r in full.rules if r.id.startswith("github")), allowlists=full.allowlists)
     e1 = Engine.build(rs)

@@ -116,7 +116,7 @@ def test_phase_two_accounting_equals_the_single_phase_plan(planned, tmp_path):
     assert s2 == s1 and p2 == p1 and set(s1) == {s.id for s in plan.secrets}
     entries = read_entries(tmp_path / "two.jsonl")
     n_public = int(_setup(planned).public.sum())
-    assert entries and all(e["clear_phase"] == {"n_examples": n_public} for e in entries)
+    assert entries and all(e["clear"]["n"] == n_public for e in entries)      # ids side file (exposures)
     assert all(e["phases"]["phase1"]["mode"] == "clear" for e in entries)
     assert two["phases"]["undetected_floor"]["both"]["1"] == 1.0           # clear: no bound for a missed secret
     published = [json.loads(x) for x in (tmp_path / "two" / "train_log.jsonl").read_text().splitlines()]
