@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from repoguard.accounting.ledger_state import file_digest   # one digest for every side file
 from repoguard.errors import PolicyError
 
 COLUMN = "example_id"
@@ -35,15 +36,6 @@ def content_name(ids: Sequence[str]) -> str:
     """`clear-<h>.parquet` for the normalised ids (module docstring)."""
     h = hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:32]
     return f"{PREFIX}{h}.parquet"
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 (hex) of the file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_ids(path: Path, ids: Sequence[str]) -> str:
