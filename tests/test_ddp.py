@@ -51,22 +51,30 @@ def run_once(train_dir: Path, dist: Dist, settings: TrainSettings = SETTINGS) ->
 @pytest.mark.slow
 def test_two_gloo_ranks_match_one_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         __file__, str(tmp_path)], env=env, capture_output=True, text=True, timeout=240)
+    for attempt in range(2):
+        run_dir = tmp_path / f"launch{attempt}"      # a fresh directory (ledger, checkpoints) per launch
+        run_dir.mkdir()
+        proc = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+             __file__, str(run_dir)], env=env, capture_output=True, text=True, timeout=240)
+        # gloo's worker threads sometimes abort a rank ("terminate called without an active
+        # exception", SIGABRT) on a machine at load ~10; that is the transport, not repoguard:
+        # launch once more, and every assertion below still runs on the second launch's output.
+        if proc.returncode == 0 or "terminate called without an active exception" not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stderr[-3000:]
-    r0, r1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
+    r0, r1 = torch.load(run_dir / "rank0.pt"), torch.load(run_dir / "rank1.pt")
     assert torch.equal(r0, r1)                                # ranks never diverge
     single = run_once(tmp_path / "single", Dist())
     torch.testing.assert_close(r0, single, rtol=1e-4, atol=1e-6)   # same noise, same batches
-    log = (tmp_path / "ddp" / "train_log.jsonl").read_text().splitlines()
+    log = (run_dir / "ddp" / "train_log.jsonl").read_text().splitlines()
     sizes = [int(x.split('"batch_size": ')[1].split(",")[0]) for x in log]
     assert len(sizes) == 8 and min(sizes) <= 1               # empty / one-example batches occurred
-    assert not (tmp_path / "ddp" / "adapter").exists()       # dry run: nothing published
+    assert not (run_dir / "ddp" / "adapter").exists()       # dry run: nothing published
     # The default (OS-entropy) randomness: rank 0's sampler seed is broadcast, ranks still agree.
-    s0, s1 = torch.load(tmp_path / "rank0_secure.pt"), torch.load(tmp_path / "rank1_secure.pt")
+    s0, s1 = torch.load(run_dir / "rank0_secure.pt"), torch.load(run_dir / "rank1_secure.pt")
     assert torch.equal(s0, s1) and not torch.equal(s0, r0)
-    seeds = [(tmp_path / f"rank{r}_seeds.txt").read_text().split() for r in (0, 1)]
+    seeds = [(run_dir / f"rank{r}_seeds.txt").read_text().split() for r in (0, 1)]
     assert seeds[0][0] == seeds[1][0]                        # one sampler seed for every rank …
     assert seeds[0][1] != seeds[1][1]                        # … drawn afresh, noise seeds are per rank
 
