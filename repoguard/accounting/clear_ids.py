@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from repoguard.accounting.ledger_state import file_digest   # one digest for every side file
-from repoguard.errors import PolicyError
+from repoguard.errors import InputError, PolicyError
 
 COLUMN = "example_id"
 PREFIX = "clear-"
@@ -110,3 +110,16 @@ def check_content(path: Path) -> str | None:
     if norm != normalise(norm) or content_name(norm) != path.name:
         return f"clear-phase ids file {path.name}: its ids do not hash to its name (rewritten)"
     return None
+
+
+def check_plan_ids(plan, ids: Sequence[str]) -> None:
+    """A public phase trains on the plan's training examples only (never a held-out one).
+
+    Raises InputError naming the count and one offending id."""
+    row = {e: i for i, e in enumerate(plan.example_ids)}
+    test = plan.test_mask
+    foreign = [str(e) for e in ids if str(e) not in row]
+    held = [str(e) for e in ids if str(e) in row and test[row[str(e)]]]
+    for bad, what in ((foreign, "not examples of the plan"), (held, "held-out examples")):
+        if bad:
+            raise InputError(f"ledger: {len(bad)} clear-phase example id(s) are {what}, e.g. {bad[0]!r}")

@@ -456,19 +456,10 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     if phases is not None:
         fields["phases"] = phases
     if len(clear_example_ids):
-        _check_clear_ids(plan, clear_example_ids)
+        from repoguard.accounting.clear_ids import check_plan_ids
+
+        check_plan_ids(plan, clear_example_ids)
     return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids)
-
-
-def _check_clear_ids(plan, ids: Sequence[str]) -> None:
-    """A public phase trains on the plan's training examples only (never a held-out one)."""
-    row = {e: i for i, e in enumerate(plan.example_ids)}
-    test = plan.test_mask
-    foreign = [str(e) for e in ids if str(e) not in row]
-    held = [str(e) for e in ids if str(e) in row and test[row[str(e)]]]
-    for bad, what in ((foreign, "not examples of the plan"), (held, "held-out examples")):
-        if bad:
-            raise InputError(f"ledger: {len(bad)} clear-phase example id(s) are {what}, e.g. {bad[0]!r}")
 
 
 def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
