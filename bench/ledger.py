@@ -198,9 +198,8 @@ def main() -> None:
             br = float(pld_bound(*nothing, 1e-4, history=rhist[j])[0][0])
             t_np_r += time.perf_counter() - t
             ratios.append(bc / br)
-        import repoguard.accounting.ledger as lg
-        lg._CACHE.clear()                   # a fresh process: nothing parsed or hashed yet
-        lg._DIGESTS.clear()
+        from repoguard.accounting.ledger_io import clear_caches
+        clear_caches()                      # a fresh process: nothing parsed or hashed yet
         t, c = time.perf_counter(), time.process_time()
         v = verify(path)
         t_verify, c_verify = time.perf_counter() - t, time.process_time() - c

@@ -324,14 +324,14 @@ def test_truncated_side_file_is_detected(tmp_path):
 def test_ledger_is_parsed_once_per_state_of_the_file(tmp_path, monkeypatch):
     """verify, read_entries and spending in one process parse the chain once; an append or an
     edit is seen at once."""
-    import repoguard.accounting.ledger as lg
+    import repoguard.accounting.ledger_io as lg
 
     rng = np.random.default_rng(11)
     path = _history(tmp_path, rng, runs=3)
     calls = []
     real = lg._parse
     monkeypatch.setattr(lg, "_parse", lambda p: calls.append(p) or real(p))
-    lg._CACHE.clear()
+    lg.clear_caches()
     verify(path)
     n = len(read_entries(path))
     spending(path)

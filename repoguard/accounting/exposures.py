@@ -76,7 +76,8 @@ def clear_runs(ledger_path: str | Path) -> list[ClearRun]:
     Reads the entries once and checks every named side file's digest (a deleted or edited file
     would hide an exposure). Raises PolicyError when the chain or a clear-phase file fails
     verification."""
-    from repoguard.accounting.ledger import _check_side, read_entries, verify
+    from repoguard.accounting.ledger import read_entries, verify
+    from repoguard.accounting.ledger_io import _check_side
 
     path = Path(ledger_path)
     check = verify(path, side_files=False)
