@@ -381,7 +381,8 @@ def to_toml(cands: list[Candidate], config, *, evidence_lines: int | None = None
             sid, n = f"{c.id}-{n}", n + 1
         taken.add(sid)
         lines.append("")
-        lines += [f"# {c.kind}: {e}" for e in c.evidence[:evidence_lines]]
+        lines += [f"# {c.kind}: {e}" if i == 0 else f"#   {e.strip()}"
+                  for i, e in enumerate(c.evidence[:evidence_lines])]
         lines.append("[[secret]]")
         lines.append(f"id = {json.dumps(sid)}")
         if c.paths:
