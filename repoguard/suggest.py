@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
 from repoguard.analyzers import _files, codeowners
-from repoguard.analyzers.codenames import has_prose, prose, split_identifiers
+from repoguard.analyzers.codenames import prose, split_identifiers
 from repoguard.analyzers.history import load_history
 
 
@@ -100,6 +100,11 @@ def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revis
     return sorted(out, key=lambda c: (-c.metrics["closure"], c.metrics["fragmentation"], c.id))
 
 
+# Folders that hold a kind of file rather than a component: documentation, static assets, styles.
+_NOT_COMPONENT = re.compile(r"(^|/)(docs?|documentation|static|assets|css|styles?|fonts|images|icons)/")
+_ASSET = re.compile(r"\.(png|jpe?g|gif|svg|ico|webp|bmp|woff2?|ttf|otf|eot|mp[34]|wav|ogg|webm|pdf)$", re.I)
+
+
 # -- clusters and authorship silos -------------------------------------------------------------------
 def clusters(files: list[str], *, max_share: float = 0.15) -> dict[str, str]:
     """{path: cluster}: a file's cluster is its shortest ancestor directory holding at most
@@ -149,10 +154,10 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
                      max_global_share: float = 0.2) -> list[Candidate]:
     """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory
     (see `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share`
-    by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files of code or
-    documentation (`codenames.has_prose`: a folder of fonts or images is no component) and
-    ≥ `min_revisions` revisions, not a dot folder (`.github`, `.vscode`) nor data (`_DATA_PATH`: translations,
-    migrations, tests), and whose set makes ≤ `max_global_share` of the whole history's revisions:
+    by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files that are not
+    images, fonts or media (`_ASSET`) and ≥ `min_revisions` revisions, not a dot folder
+    (`.github`, `.vscode`), data (`_DATA_PATH`: translations, migrations, tests) nor a folder of a
+    kind of file (`_NOT_COMPONENT`: docs, static, css, fonts), and whose set makes ≤ `max_global_share` of the whole history's revisions:
     the repository's core maintainers, who write most of every folder, are not a silo (on
     readthedocs.org two of them made 88 % of `telemetry/` and 35 % of everything), nor is a
     one-person repository."""
@@ -162,7 +167,8 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
     all_revisions = sum(total.values())
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p, d in clusters(files).items():
-        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/"):
+        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/") \
+                and not _NOT_COMPONENT.search(d + "/"):
             by_dir[d].append(p)
     out = []
     for d, fs in sorted(by_dir.items()):
@@ -171,7 +177,7 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
             continue  # CODEOWNERS decides it: `silos` judges it
         revs = hist.revisions_of(fs)
         n = sum(revs.values())
-        if sum(map(has_prose, fs)) < min_files or n < min_revisions:
+        if sum(not _ASSET.search(p) for p in fs) < min_files or n < min_revisions:
             continue
         group, acc = [], 0
         for a, k in sorted(revs.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -202,11 +208,6 @@ _PARTS = re.compile(r"[A-Za-z]+")
 # addresses, lorem ipsum), generated migrations, translations and vendored code.
 _DATA_PATH = re.compile(r"(^|/)([\w-]*[_-])?(tests?|testing|e2e)([_-][\w-]*)?/|"
                         r"(^|/)(fixtures?|migrations|locale|locales|i18n|vendor|third_party|node_modules)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
-# Dependency manifests and lock files: every word in them is a third-party package or tool name.
-_MANIFEST = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in)|constraints[^/]*\.txt|"
-                       r"pyproject\.toml|setup\.cfg|Pipfile(\.lock)?|[^/]*\.lock|package(-lock)?\.json|"
-                       r"pnpm-lock\.yaml|go\.(mod|sum)|Cargo\.toml|Gemfile|composer\.json|pom\.xml|"
-                       r"build\.gradle(\.kts)?|\.pre-commit-config\.yaml)$")
 _HOST = re.compile(r"(?:\b[A-Za-z][\w+.-]*://|\bwww\.|@)([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
 _URL = re.compile(r"\b\w+://\S+|\bwww\.\S+|\S+@\S+")
 
@@ -233,17 +234,18 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
     comments, docstrings, strings, documentation) — in its cluster, and each commit message of
     ≤ `max_changeset` corpus files, its weight split equally over the clusters of its files;
     tests, fixtures, migrations, translations, vendored files and dot folders are not documents
-    (`_DATA_PATH`), and dependency manifests (`_MANIFEST`) only name vendors. A term is a whole
+    (`_DATA_PATH`), and dependency manifests (`suggest_lexicon.MANIFEST`) only name vendors. A term is a whole
     word of ≥ 4 letters (`_terms`: fragments never count) that is a word of some directory name in
     the corpus, not a dictionary word of any language wordfreq ships, not programming vocabulary of
     the standard library, not a name part of a person in the history (`suggest_lexicon`), not a word
-    of a dependency manifest nor the registrable domain label of a URL or e-mail address in the
+    of a package a manifest declares (`dependency_names`) nor the registrable domain label of a URL or e-mail address in the
     corpus (a vendor: "Netlify" of netlify.com). With n_c the document weight of the term in
     cluster c, n = Σ n_c and top = argmax n_c: share = n_top / n, score = share × ln(1 + n) (the
     concentration, weighted by how much evidence backs it). Kept: n ≥ `min_mentions`, n_top ≥ 2,
     in ≥ `min_files` files, share ≥ `min_concentration`. Ranked: coined terms by score, then
     compounds of common English words (`compound_of`: "dockerfiles", "postcrash") by score."""
-    from repoguard.suggest_lexicon import compound_of, dictionary_words, people_words, stdlib_words
+    from repoguard.suggest_lexicon import (MANIFEST, compound_of, dependency_names, dictionary_words, people_words,
+                                           stdlib_words)
 
     excluded = stdlib_words() | people_words(repo)
     cl = ownership_clusters(repo, files)
@@ -279,8 +281,8 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
             observe(_terms(c.message), sorted({cl[p] for p in paths}), None)
     names: set[str] = set()     # words of the repository's own directory names
     for path, data in _files.read_sources(repo, {p: "" for p in files}):
-        if _MANIFEST.search(path):
-            vendors.update(_terms(data.decode("utf-8", errors="replace")))
+        if MANIFEST.search(path):
+            vendors.update(dependency_names(path, data.decode("utf-8", errors="replace")))
             continue
         text = "\n".join(piece for _, piece in prose(path, data))
         hosts(text)

@@ -71,6 +71,60 @@ def compound_of(term: str) -> list[str] | None:
     return best[-1] if best[-1] and len(best[-1]) > 1 else None
 
 
+# Dependency manifests and lock files: not documents; the packages they declare are vendors.
+MANIFEST = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in)|constraints[^/]*\.txt|"
+                      r"pyproject\.toml|setup\.cfg|Pipfile(\.lock)?|[^/]*\.lock|package(-lock)?\.json|"
+                      r"pnpm-lock\.yaml|go\.(mod|sum)|Cargo\.toml|Gemfile|composer\.json|pom\.xml|"
+                      r"build\.gradle(\.kts)?|\.pre-commit-config\.yaml)$")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def dependency_names(path: str, text: str) -> set[str]:
+    """Lower-case words (≥ 4 letters) of the package names a manifest declares: requirement lines
+    (requirements*.txt/.in, constraints), `[project]` dependencies, optional dependencies and
+    dependency groups and `[tool.poetry]` dependencies of pyproject.toml, Pipfile and Cargo.toml
+    tables, package.json / composer.json dependency maps, go.mod `require` paths. The project's
+    own paths and tool settings in the same files are not names. Unparsable files give set()."""
+    import json
+    try:
+        import tomllib
+    except ModuleNotFoundError:      # Python < 3.11
+        import tomli as tomllib
+
+    name = path.rsplit("/", 1)[-1]
+    reqs: list[str] = []
+    try:
+        if name.endswith((".txt", ".in")):
+            reqs = [ln for ln in text.splitlines() if not ln.lstrip().startswith(("-", "#"))]
+        elif name in ("pyproject.toml", "Pipfile", "Cargo.toml"):
+            doc = tomllib.loads(text)
+            proj, poetry = doc.get("project", {}), doc.get("tool", {}).get("poetry", {})
+            reqs = list(proj.get("dependencies", []))
+            for group in list(proj.get("optional-dependencies", {}).values()) \
+                    + list(doc.get("dependency-groups", {}).values()):
+                reqs += [r for r in group if isinstance(r, str)]
+            for table in ("dependencies", "dev-dependencies", "packages", "dev-packages"):
+                reqs += list(doc.get(table, {})) + list(poetry.get(table, {}))
+            for group in poetry.get("group", {}).values():
+                reqs += list(group.get("dependencies", {}))
+        elif name in ("package.json", "composer.json"):
+            doc = json.loads(text)
+            for table in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies",
+                          "require", "require-dev"):
+                reqs += list(doc.get(table, {}))
+        elif name == "go.mod":
+            reqs = [m.rsplit("/", 1)[-1] for m in re.findall(r"^\s*(?:require\s+)?([\w.-]+\.\w+/\S+)\s+v", text, re.M)]
+    except (ValueError, AttributeError, TypeError):
+        return set()
+    out: set[str] = set()
+    for m in (_REQUIREMENT.match(piece) for r in reqs for piece in str(r).lstrip("@").split("/", 1)):
+        if m:
+            pkg = m.group(1).lower()
+            out.update(w for w in re.split(r"[^a-z]+", pkg) if len(w) >= 4)
+            out.add(re.sub(r"[^a-z]+", "", pkg))
+    return {w for w in out if len(w) >= 4}
+
+
 _STDLIB_CACHE_VERSION = 1     # bump when WORD, split_identifiers or the counting change
 
 

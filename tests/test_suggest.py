@@ -146,14 +146,29 @@ def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
     assert "ranked lower" not in full.stdout and "#   zaphrel/m_0.py" in full.stdout
 
 
+def test_declared_dependencies_are_vendors_not_codenames(make_repo):
+    """`tramquil/` and `zaphrel/` are coined directory names, but requirements.txt and package.json
+    declare packages of those names: vendors, not codenames. pyproject.toml naming `voskaro/` in a
+    tool setting (not a dependency) does not make Voskaro a vendor."""
+    files = {f"{w}/m_{i}.py": f'"""{w.capitalize()} module {i}."""\nX = {i}\n'
+             for w in ("tramquil", "zaphrel", "voskaro") for i in range(5)}
+    files |= {"requirements.txt": "# pinned\ntramquil-client==2.0  # the SDK\n-r other.txt\n",
+              "package.json": '{"devDependencies": {"@acme/zaphrel": "^1.0"}}\n',
+              "pyproject.toml": '[project]\nname = "x"\ndependencies = ["requests>=2"]\n'
+                                '[tool.ruff]\nexclude = ["voskaro/"]\n'}
+    assert _codenames(make_repo(files, message="init")) == ["Voskaro"]
+
+
 def test_authorship_silo_without_codeowners(make_repo):
     """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people;
-    Alice, a minority of the whole history, is a silo."""
+    Alice, a minority of the whole history, is a silo. docs/, written by Bob alone just as much,
+    is documentation, not a component: no silo."""
     files = {f"web/v{i}.py": "X = 1\n" for i in range(3)} | {f"pay/p{i}.py": "X = 1\n" for i in range(3)}
     repo = make_repo(files, message="init")
     web = [(f"Dev{k} Web", f"dev{k}@example.com") for k in range(5)]
     for n in range(20):
         _commit_as(repo, "Alice Arden", "alice@example.com", {f"pay/p{n % 3}.py": f"X = {n + 10}\n"}, f"pay {n}")
+        _commit_as(repo, "Bob Birch", "bob@example.com", {f"docs/d{n % 3}.md": f"# Doc {n}\n"}, f"docs {n}")
         for k in range(4):   # web/ is busier: Alice's 20 revisions are 13 % of the history's
             _commit_as(repo, *web[(n + k) % 5], {f"web/v{i}.py": f"X = {n}, {k}, {i}\n" for i in range(3)},
                        f"web {n} {k}")
