@@ -298,12 +298,12 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
                 and len(where[term]) >= min_files and term in names and term not in vendors:
             kept[term] = (n, top, n_top / n, len(w))
     out = []
-    for term in set(kept) - dictionary_words(kept):
+    for term in set(kept) - (dictionary_words(kept) if kept else set()):
         n, top, share, k = kept[term]
         parts = compound_of(term)
         score = share * math.log(1 + n)
         name = term.capitalize()
-        fs = sorted(where[term])
+        fs = sorted(where[term], key=lambda p: (cl[p] != top, p))     # its home cluster first
         out.append(Candidate(
             kind="codename", id=_slug(name), codenames=[name],
             evidence=[f"{name!r}: {share:.0%} of {n:.0f} mentions ({len(fs)} files, {commits[term]} commits) in "
