@@ -231,3 +231,17 @@ def test_stdlib_lexicon_is_cached_per_interpreter_and_stdlib(tmp_path, monkeypat
         assert len(list((tmp_path / "cache").glob("stdlib-words-*.txt"))) == 2
     finally:
         lex.stdlib_words.cache_clear()
+
+
+def test_dictionary_is_read_offline(tmp_path):
+    """wordfreq's lists ship inside the wheel: the dictionary check works with no network at all
+    (a new network namespace, `unshare -rn`, where any download would fail)."""
+    import shutil
+
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rn", "true"]).returncode != 0:
+        pytest.skip("unshare -rn is not available here")
+    code = ("from repoguard.suggest_lexicon import dictionary_words as d; "
+            "print(sorted(d(['abkhaz', 'january', 'okonkwo', 'window', 'proxito', 'kbadge'])))")
+    res = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "['abkhaz', 'january', 'okonkwo', 'window']"
