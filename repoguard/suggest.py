@@ -14,7 +14,7 @@ reviews and pastes — nothing is declared silently. Three kinds of candidates:
 - **codename** (`codename_candidates`): a coined word — not in wordfreq's dictionaries, the
   standard library's vocabulary, the history's people, nor a dependency or domain name — that names
   a directory of the repository and whose mentions sit mostly in one cluster; ranked by share ×
-  ln(1 + mentions), compounds of common words ("dockerfiles") after coined ones.
+  ln(1 + mentions), compounds of common words ("restapi") after coined ones.
 - **credential**: each distinct credential the scanner finds, with the prior p = 2^−bits, bits =
   per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"].
 
@@ -152,15 +152,15 @@ def ownership_clusters(repo, files: list[str], *, max_share: float = 0.25) -> di
 def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, max_authors: int = 3,
                      min_files: int = 3, min_revisions: int = 20,
                      max_global_share: float = 0.2) -> list[Candidate]:
-    """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory
-    (see `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share`
-    by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files that are not
-    images, fonts or media (`_ASSET`) and ≥ `min_revisions` revisions, not a dot folder
-    (`.github`, `.vscode`), data (`_DATA_PATH`: translations, migrations, tests) nor a folder of a
-    kind of file (`_NOT_COMPONENT`: docs, static, css, fonts), and whose set makes ≤ `max_global_share` of the whole history's revisions:
-    the repository's core maintainers, who write most of every folder, are not a silo (on
-    readthedocs.org two of them made 88 % of `telemetry/` and 35 % of everything), nor is a
-    one-person repository."""
+    """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory (see
+    `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share` by the
+    smallest set of ≤ `max_authors` authors, with ≥ `min_files` files that are not images, fonts or
+    media (`_ASSET`) and ≥ `min_revisions` revisions, not a dot folder (`.github`, `.vscode`), data
+    (`_DATA_PATH`: translations, migrations, tests) nor a folder of a kind of file
+    (`_NOT_COMPONENT`: docs, static, css, fonts), and whose set makes ≤ `max_global_share` of the
+    whole history's revisions: the repository's core maintainers, who write most of every folder,
+    are not a silo (on readthedocs.org two of them made 88 % of `telemetry/` and 35 % of
+    everything), nor is a one-person repository."""
     co = codeowners.load(repo)
     hist = load_history(repo)
     total = hist.author_totals()
@@ -207,7 +207,8 @@ _PARTS = re.compile(r"[A-Za-z]+")
 # Files whose words are data, not project vocabulary: tests and their fixtures (fake people,
 # addresses, lorem ipsum), generated migrations, translations and vendored code.
 _DATA_PATH = re.compile(r"(^|/)([\w-]*[_-])?(tests?|testing|e2e)([_-][\w-]*)?/|"
-                        r"(^|/)(fixtures?|migrations|locale|locales|i18n|vendor|third_party|node_modules)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
+                        r"(^|/)(fixtures?|migrations|locale|locales|i18n|vendor|third_party|node_modules)/|"
+                        r"(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
 _HOST = re.compile(r"(?:\b[A-Za-z][\w+.-]*://|\bwww\.|@)([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
 _URL = re.compile(r"\b\w+://\S+|\bwww\.\S+|\S+@\S+")
 
@@ -231,19 +232,20 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
     """Coined project terms naming a directory, concentrated in one cluster (`ownership_clusters`).
 
     Documents: each file — its path (directory and module names) and prose (`codenames.prose`:
-    comments, docstrings, strings, documentation) — in its cluster, and each commit message of
-    ≤ `max_changeset` corpus files, its weight split equally over the clusters of its files;
-    tests, fixtures, migrations, translations, vendored files and dot folders are not documents
-    (`_DATA_PATH`), and dependency manifests (`suggest_lexicon.MANIFEST`) only name vendors. A term is a whole
-    word of ≥ 4 letters (`_terms`: fragments never count) that is a word of some directory name in
-    the corpus, not a dictionary word of any language wordfreq ships, not programming vocabulary of
-    the standard library, not a name part of a person in the history (`suggest_lexicon`), not a word
-    of a package a manifest declares (`dependency_names`) nor the registrable domain label of a URL or e-mail address in the
-    corpus (a vendor: "Netlify" of netlify.com). With n_c the document weight of the term in
-    cluster c, n = Σ n_c and top = argmax n_c: share = n_top / n, score = share × ln(1 + n) (the
-    concentration, weighted by how much evidence backs it). Kept: n ≥ `min_mentions`, n_top ≥ 2,
-    in ≥ `min_files` files, share ≥ `min_concentration`. Ranked: coined terms by score, then
-    compounds of common English words (`compound_of`: "dockerfiles", "postcrash") by score."""
+    comments, docstrings, strings, documentation) — in its cluster, and each commit message of ≤
+    `max_changeset` corpus files, its weight split equally over the clusters of its files; tests,
+    fixtures, migrations, translations, vendored files and dot folders are not documents
+    (`_DATA_PATH`), and dependency manifests (`suggest_lexicon.MANIFEST`) only name vendors. A term
+    is a whole word of ≥ 4 letters (`_terms`: fragments never count) that is a word of some
+    directory name in the corpus, not a dictionary word of any language wordfreq ships, not
+    programming vocabulary of the standard library, not a name part of a person in the history
+    (`suggest_lexicon`), not a word of a package a manifest declares (`dependency_names`) nor the
+    registrable domain label of a URL or e-mail address in the corpus (a vendor: "Netlify" of
+    netlify.com). With n_c the document weight of the term in cluster c, n = Σ n_c and top = argmax
+    n_c: share = n_top / n, score = share × ln(1 + n) (the concentration, weighted by how much
+    evidence backs it). Kept: n ≥ `min_mentions`, n_top ≥ 2, in ≥ `min_files` files, share ≥
+    `min_concentration`. Ranked: coined terms by score, then compounds of common English words
+    (`compound_of`: "restapi", "postcrash") by score."""
     from repoguard.suggest_lexicon import (MANIFEST, compound_of, dependency_names, dictionary_words, people_words,
                                            stdlib_words)
 
