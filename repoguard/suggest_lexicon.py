@@ -58,7 +58,7 @@ def common_english(min_letters: int = 3) -> frozenset[str]:
 
 def compound_of(term: str) -> list[str] | None:
     """`term` split into common English words (`common_english`) when it is a plain compound of
-    them ("dockerfiles" → ["docker", "files"], "postcrash" → ["post", "crash"]), the split with
+    them ("restapi" → ["rest", "api"], "postcrash" → ["post", "crash"]), the split with
     the fewest pieces; None when no split exists ("proxito", "kbadge"). Dynamic programming over
     the term's prefixes, O(len(term)²) look-ups."""
     words = common_english()

@@ -146,6 +146,20 @@ def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
     assert "ranked lower" not in full.stdout and "#   zaphrel/m_0.py" in full.stdout
 
 
+def test_compounds_of_common_words_rank_after_coined_names(make_repo):
+    """`restapi/` (rest + api) is more mentioned than `quorvane/`, but a compound of common English
+    words ranks after a coined name, and says why in its evidence."""
+    from repoguard.suggest_lexicon import compound_of
+
+    assert compound_of("restapi") == ["rest", "api"] and compound_of("quorvane") is None
+    files = {f"restapi/r_{i}.py": f'"""Restapi view {i}."""\n' for i in range(9)}
+    files |= {f"quorvane/q_{i}.py": f'"""Quorvane stage {i}."""\n' for i in range(5)}
+    got = suggest(GitRepo(make_repo(files, message="init")), Config(path=None), kinds=("codename",))["candidates"]
+    assert [c["codenames"][0] for c in got] == ["Quorvane", "Restapi"]
+    assert got[1]["metrics"]["score"] > got[0]["metrics"]["score"]
+    assert "a compound of common words (rest + api)" in got[1]["evidence"][0]
+
+
 def test_declared_dependencies_are_vendors_not_codenames(make_repo):
     """`tramquil/` and `zaphrel/` are coined directory names, but requirements.txt and package.json
     declare packages of those names: vendors, not codenames. pyproject.toml naming `voskaro/` in a
