@@ -11,10 +11,10 @@ reviews and pastes — nothing is declared silently. Three kinds of candidates:
   authors, and is not a catch-all (`*`) line.
 - **ownership silo from authorship** (`authorship_silos`): where no path-specific CODEOWNERS line
   decides a folder, ≥ 80 % of its revisions by ≤ 3 authors who make ≤ 20 % of the history.
-- **codename** (`codename_candidates`): a whole token concentrated in one cluster (team of a
-  CODEOWNERS path rule, or folder) and rare elsewhere, ranked by share × IDF-like rarity; common
-  words, people, languages, months, places, vendors and fragments are never proposed
-  (`suggest_lexicon`). `suggest(limit=20)` keeps the 20 best.
+- **codename** (`codename_candidates`): a coined word — not in wordfreq's dictionaries, the
+  standard library's vocabulary, the history's people, nor a dependency or domain name — that names
+  a directory of the repository and whose mentions sit mostly in one cluster; ranked by share ×
+  ln(1 + mentions), compounds of common words ("restapi") after coined ones.
 - **credential**: each distinct credential the scanner finds, with the prior p = 2^−bits, bits =
   per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"].
 
@@ -100,6 +100,11 @@ def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revis
     return sorted(out, key=lambda c: (-c.metrics["closure"], c.metrics["fragmentation"], c.id))
 
 
+# Folders that hold a kind of file rather than a component: documentation, static assets, styles.
+_NOT_COMPONENT = re.compile(r"(^|/)(docs?|documentation|static|assets|css|styles?|fonts|images|icons)/")
+_ASSET = re.compile(r"\.(png|jpe?g|gif|svg|ico|webp|bmp|woff2?|ttf|otf|eot|mp[34]|wav|ogg|webm|pdf)$", re.I)
+
+
 # -- clusters and authorship silos -------------------------------------------------------------------
 def clusters(files: list[str], *, max_share: float = 0.15) -> dict[str, str]:
     """{path: cluster}: a file's cluster is its shortest ancestor directory holding at most
@@ -147,21 +152,23 @@ def ownership_clusters(repo, files: list[str], *, max_share: float = 0.25) -> di
 def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, max_authors: int = 3,
                      min_files: int = 3, min_revisions: int = 20,
                      max_global_share: float = 0.2) -> list[Candidate]:
-    """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory
-    (see `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share`
-    by the smallest set of ≤ `max_authors` authors, with ≥ `min_files` files and ≥ `min_revisions`
-    revisions, not a dot folder (`.github`, `.vscode`) nor data (`_DATA_PATH`: translations,
-    migrations, tests), and whose set makes ≤ `max_global_share` of the whole history's revisions:
-    the repository's core maintainers, who write most of every folder, are not a silo (on
-    readthedocs.org two of them made 88 % of `telemetry/` and 35 % of everything), nor is a
-    one-person repository."""
+    """Silos found from authorship where CODEOWNERS is absent or coarse: a cluster directory (see
+    `clusters`) that no specific CODEOWNERS line decides, whose revisions are ≥ `min_share` by the
+    smallest set of ≤ `max_authors` authors, with ≥ `min_files` files that are not images, fonts or
+    media (`_ASSET`) and ≥ `min_revisions` revisions, not a dot folder (`.github`, `.vscode`), data
+    (`_DATA_PATH`: translations, migrations, tests) nor a folder of a kind of file
+    (`_NOT_COMPONENT`: docs, static, css, fonts), and whose set makes ≤ `max_global_share` of the
+    whole history's revisions: the repository's core maintainers, who write most of every folder,
+    are not a silo (on readthedocs.org two of them made 88 % of `telemetry/` and 35 % of
+    everything), nor is a one-person repository."""
     co = codeowners.load(repo)
     hist = load_history(repo)
     total = hist.author_totals()
     all_revisions = sum(total.values())
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p, d in clusters(files).items():
-        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/"):
+        if d != "(root)" and not d.startswith(".") and not _DATA_PATH.search(d + "/") \
+                and not _NOT_COMPONENT.search(d + "/"):
             by_dir[d].append(p)
     out = []
     for d, fs in sorted(by_dir.items()):
@@ -170,7 +177,7 @@ def authorship_silos(repo, config, files: list[str], *, min_share: float = 0.8, 
             continue  # CODEOWNERS decides it: `silos` judges it
         revs = hist.revisions_of(fs)
         n = sum(revs.values())
-        if len(fs) < min_files or n < min_revisions:
+        if sum(not _ASSET.search(p) for p in fs) < min_files or n < min_revisions:
             continue
         group, acc = [], 0
         for a, k in sorted(revs.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -199,126 +206,117 @@ _NOISY = re.compile(r"[\\%$@&#0-9]|://")       # escapes, format strings, e-mail
 _PARTS = re.compile(r"[A-Za-z]+")
 # Files whose words are data, not project vocabulary: tests and their fixtures (fake people,
 # addresses, lorem ipsum), generated migrations, translations and vendored code.
-_DATA_PATH = re.compile(r"(^|/)(tests?|testing|e2e|fixtures?|migrations|locale|locales|i18n|vendor|"
-                        r"third_party|node_modules)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
+_DATA_PATH = re.compile(r"(^|/)([\w-]*[_-])?(tests?|testing|e2e)([_-][\w-]*)?/|"
+                        r"(^|/)(fixtures?|migrations|locale|locales|i18n|vendor|third_party|node_modules)/|"
+                        r"(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|conftest\.py)$")
 _HOST = re.compile(r"(?:\b[A-Za-z][\w+.-]*://|\bwww\.|@)([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
 _URL = re.compile(r"\b\w+://\S+|\bwww\.\S+|\S+@\S+")
 
 
-def _chunks(text: str, *, ident_only: bool = False):
-    """(term, shape, previous title-case word) for each whole token of `text`: shape is "title",
-    "lower" (a plain prose word) or "ident" (a part of a split identifier). Chunks with escapes,
-    format markers, digits, URLs or hyphens yield nothing (their parts are fragments)."""
-    prev = None
-    if ident_only:
-        for part in split_identifiers(text).split():
-            if _PARTS.fullmatch(part):
-                yield part.lower(), "ident", None
-        return
-    for m in _CHUNK.finditer(_URL.sub(" ", text)):
-        chunk = m.group(0).strip(".'/")
-        if not chunk or _NOISY.search(chunk) or "-" in chunk:
-            prev = None
+def _terms(text: str, *, path: bool = False):
+    """Lower-case whole words of `text` (≥ 1 letter; identifiers split at snake_case, camelCase,
+    dots and slashes). A chunk with an escape, format marker, digit, URL or hyphen yields nothing:
+    its parts are fragments ("Aunresolved" of "\\Aunresolved", "Scholes" of "Black-Scholes").
+    `path`: `text` is a file path, split into its directory and module names."""
+    chunks = [text] if path else (m.group(0).strip(".'/") for m in _CHUNK.finditer(_URL.sub(" ", text)))
+    for chunk in chunks:
+        if not chunk or (not path and (_NOISY.search(chunk) or "-" in chunk)):
             continue
-        if _PARTS.fullmatch(chunk):
-            if chunk[0].isupper() and (len(chunk) == 1 or chunk[1:].islower()):
-                yield chunk.lower(), "title", prev
-                prev = chunk.lower()
-                continue
-            if chunk.islower():
-                yield chunk, "lower", prev
-                prev = None
-                continue
-        prev = None
         for part in split_identifiers(chunk).split():
             if _PARTS.fullmatch(part):
-                yield part.lower(), "ident", None
+                yield part.lower()
 
 
-def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 3, min_files: int = 2,
-                        min_concentration: float = 0.6, max_lower_share: float = 0.1,
-                        max_changeset: int = 30) -> list[Candidate]:
-    """Project terms concentrated in one cluster (`clusters`) and rare elsewhere, ranked.
+def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5, min_files: int = 2,
+                        min_concentration: float = 0.5, max_changeset: int = 30) -> list[Candidate]:
+    """Coined project terms naming a directory, concentrated in one cluster (`ownership_clusters`).
 
-    Documents: each file's prose (`codenames.prose`) in its cluster, and each commit message of
-    ≤ `max_changeset` corpus files, its weight split equally over the clusters of its files;
-    tests, fixtures, migrations, translations and vendored files are not documents (`_DATA_PATH`).
-    A term is a whole token (identifiers split; chunks with escapes, digits, URLs or hyphens are
-    skipped, so fragments such as "Aunresolved" of "\\Aunresolved" never count) of ≥ 4 letters,
-    written in title case in prose at least once and in lower case in ≤ `max_lower_share` of its
-    plain prose occurrences, not the second word of a multi-word name (≥ half its title-case
-    occurrences after the same capitalised word, as "Relic" in "New Relic"), not the registrable
-    domain label of a URL or e-mail address in the corpus (a vendor: "Netlify" of netlify.com), not in the
-    common vocabulary, calendar, language or people lists (`suggest_lexicon`). With n_c the
-    document weight of the term in cluster c, n = Σ n_c, top = argmax n_c, K clusters overall and
-    k clusters holding the term: share = n_top / n, rarity = ln((K + 1) / k) / ln(K + 1) (an IDF
-    normalised to (0, 1]; Spärck Jones 1972), score = share × rarity. Kept: n ≥ `min_mentions`,
-    n_top ≥ 2, in ≥ `min_files` files (a term of one data table is not a component's name), share ≥ `min_concentration`; ranked by score, then n."""
-    from repoguard.suggest_lexicon import common_words, people_words
+    Documents: each file — its path (directory and module names) and prose (`codenames.prose`:
+    comments, docstrings, strings, documentation) — in its cluster, and each commit message of ≤
+    `max_changeset` corpus files, its weight split equally over the clusters of its files; tests,
+    fixtures, migrations, translations, vendored files and dot folders are not documents
+    (`_DATA_PATH`), and dependency manifests (`suggest_lexicon.MANIFEST`) only name vendors. A term
+    is a whole word of ≥ 4 letters (`_terms`: fragments never count) that is a word of some
+    directory name in the corpus, not a dictionary word of any language wordfreq ships, not
+    programming vocabulary of the standard library, not a name part of a person in the history
+    (`suggest_lexicon`), not a word of a package a manifest declares (`dependency_names`) nor the
+    registrable domain label of a URL or e-mail address in the corpus (a vendor: "Netlify" of
+    netlify.com). With n_c the document weight of the term in cluster c, n = Σ n_c and top = argmax
+    n_c: share = n_top / n, score = share × ln(1 + n) (the concentration, weighted by how much
+    evidence backs it). Kept: n ≥ `min_mentions`, n_top ≥ 2, in ≥ `min_files` files, share ≥
+    `min_concentration`. Ranked: coined terms by score, then compounds of common English words
+    (`compound_of`: "restapi", "postcrash") by score."""
+    from repoguard.suggest_lexicon import (MANIFEST, compound_of, dependency_names, dictionary_words, people_words,
+                                           stdlib_words)
 
-    excluded = common_words() | people_words(repo)
+    excluded = stdlib_words() | people_words(repo)
     cl = ownership_clusters(repo, files)
     n_clusters = len(set(cl.values())) or 1
     weight: dict[str, Counter] = defaultdict(Counter)
     where: dict[str, set[str]] = defaultdict(set)
-    shapes: dict[str, Counter] = defaultdict(Counter)
-    before: dict[str, Counter] = defaultdict(Counter)
+    commits: Counter = Counter()
     hist = load_history(repo)
-    files = [p for p in files if not _DATA_PATH.search(p)]
+    files = [p for p in files if not _DATA_PATH.search(p) and not p.startswith(".") and "/." not in p]
     corpus = set(files)
-
     vendors: set[str] = set()   # registrable labels of hosts in URLs and e-mail addresses
 
-    def observe(text: str, doc_clusters: list[str], paths: list[str], path: str = "") -> None:
+    def observe(terms, doc_clusters: list[str], path: str | None) -> None:
+        for term in set(terms) - excluded:
+            if len(term) >= 4:
+                for c in doc_clusters:
+                    weight[term][c] += 1 / len(doc_clusters)
+                if path is None:
+                    commits[term] += 1
+                else:
+                    where[term].add(path)
+
+    def hosts(text: str) -> None:
         for host in _HOST.findall(text):
             labels = host.lower().split(".")
             vendors.add(labels[-3] if len(labels) >= 3 and labels[-2] in ("co", "com", "org", "net", "ac")
                         else labels[-2])
-        seen = set()
-        for term, shape, prev in itertools.chain(_chunks(text), _chunks(path, ident_only=True)):
-            if len(term) < 4 or term in excluded:
-                continue
-            shapes[term][shape] += 1
-            if shape == "title" and prev and prev not in excluded:
-                before[term][prev] += 1
-            if term not in seen:
-                seen.add(term)
-                for c in doc_clusters:
-                    weight[term][c] += 1 / len(doc_clusters)
-                where[term].update(paths)
 
     for c in hist.commits:
         paths = [p for p in c.paths if p in corpus] if len(c.paths) <= max_changeset else []
         if paths:
-            observe(c.message, sorted({cl[p] for p in paths}), [])
+            hosts(c.message)
+            observe(_terms(c.message), sorted({cl[p] for p in paths}), None)
+    names: set[str] = set()     # words of the repository's own directory names
     for path, data in _files.read_sources(repo, {p: "" for p in files}):
-        observe("\n".join(piece for _, piece in prose(path, data)), [cl[path]], [path], path)
-    out = []
-    for term, w in weight.items():
-        if term in vendors:
-            continue  # an outside organisation's name: discord.com, netlify.app, okta.com
-        sh = shapes[term]
-        if sh["title"] == 0 or sh["lower"] > max_lower_share * (sh["lower"] + sh["title"]):
+        if MANIFEST.search(path):
+            vendors.update(dependency_names(path, data.decode("utf-8", errors="replace")))
             continue
-        if before[term] and before[term].most_common(1)[0][1] >= max(2, sh["title"] / 2):
-            continue  # second word of a multi-word name
+        text = "\n".join(piece for _, piece in prose(path, data))
+        hosts(text)
+        folder, _, module = path.rpartition("/")
+        names.update(_terms(folder, path=True))
+        observe(itertools.chain(_terms(text), _terms(folder + "/" + module.split(".")[0], path=True)),
+                [cl[path]], path)
+    kept = {}
+    for term, w in weight.items():
         n = sum(w.values())
         top, n_top = max(w.items(), key=lambda kv: (kv[1], kv[0]))
-        share = n_top / n
-        if n < min_mentions or n_top < 2 or share < min_concentration or len(where[term]) < min_files:
-            continue
-        rarity = math.log((n_clusters + 1) / len(w)) / math.log(n_clusters + 1)
+        if n >= min_mentions and n_top >= 2 and n_top / n >= min_concentration \
+                and len(where[term]) >= min_files and term in names and term not in vendors:
+            kept[term] = (n, top, n_top / n, len(w))
+    out = []
+    for term in set(kept) - (dictionary_words(kept) if kept else set()):
+        n, top, share, k = kept[term]
+        parts = compound_of(term)
+        score = share * math.log(1 + n)
         name = term.capitalize()
-        fs = sorted(where[term])
+        fs = sorted(where[term], key=lambda p: (cl[p] != top, p))     # its home cluster first
         out.append(Candidate(
             kind="codename", id=_slug(name), codenames=[name],
-            evidence=[f"{name!r}: {share:.0%} of its {n:.0f} files/commits in {top}, "
-                      f"in {len(w)} of {n_clusters} clusters; score {share * rarity:.2f}"]
+            evidence=[f"{name!r}: {share:.0%} of {n:.0f} mentions ({len(fs)} files, {commits[term]} commits) in "
+                      f"{top}, the rest in {k - 1} of {n_clusters - 1} other clusters; score {score:.2f}"
+                      + (f"; a compound of common words ({' + '.join(parts)}), ranked after coined ones"
+                         if parts else "")]
             + [f"  {p}" for p in fs[:5]],
-            metrics={"mentions": round(n, 2), "files": fs, "concentration": round(share, 3), "folder": top,
-                     "rarity": round(rarity, 3), "score": round(share * rarity, 3)},
+            metrics={"mentions": round(n, 2), "files": fs, "commits": commits[term], "concentration": round(share, 3),
+                     "folder": top, "clusters": k, "score": round(score, 3), "compound": parts},
             covered_by=sorted({s.id for s in config.secrets if any(c.lower() == term for c in s.codenames)})))
-    return sorted(out, key=lambda c: (-c.metrics["score"], -c.metrics["mentions"], c.id))
+    return sorted(out, key=lambda c: (c.metrics["compound"] is not None, -c.metrics["score"], c.id))
 
 
 # -- credentials ----------------------------------------------------------------------------------
@@ -345,30 +343,37 @@ def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
 
 
 # -- the whole suggestion -------------------------------------------------------------------------
-def suggest(repo, config, *, kinds=("silo", "codename", "credential"), limit: int | None = 20) -> dict:
+# At most a screenful (≤ 60 lines of text) by default; `--all` (limits=None) shows every candidate.
+DEFAULT_LIMITS = {"silo": 3, "codename": 5, "credential": 2}
+
+
+def suggest(repo, config, *, kinds=("silo", "codename", "credential"),
+            limits: dict[str, int] | None = DEFAULT_LIMITS) -> dict:
     """{"candidates": [Candidate as dict], "toml": snippet of the uncovered candidates,
-    "omitted": number of codename candidates beyond `limit` (None: keep all)}."""
+    "omitted": {kind: number of candidates ranked below its limit}}. `limits`: the best-ranked
+    candidates kept per kind (None: all of them, each with every evidence line; with limits the
+    snippet gives one evidence line per candidate)."""
     files = [p for p in _files.tracked_paths(repo) if not p.startswith(".repoguard/")]
-    cands: list[Candidate] = []
-    omitted = 0
+    found: dict[str, list[Candidate]] = {}
     if "silo" in kinds:
-        cands += silos(repo, config, files) + authorship_silos(repo, config, files)
+        found["silo"] = silos(repo, config, files) + authorship_silos(repo, config, files)
     if "codename" in kinds:
-        names = codename_candidates(repo, config, files)
-        if limit is not None and len(names) > limit:
-            omitted, names = len(names) - limit, names[:limit]
-        cands += names
+        found["codename"] = codename_candidates(repo, config, files)
     if "credential" in kinds:
-        cands += credential_candidates(repo, config, files)
-    return {"candidates": [asdict(c) for c in cands], "toml": to_toml(cands, config), "omitted": omitted}
+        found["credential"] = credential_candidates(repo, config, files)
+    omitted = {k: max(0, len(cs) - limits[k]) if limits else 0 for k, cs in found.items()}
+    cands = [c for k, cs in found.items() for c in (cs[:limits[k]] if limits else cs)]
+    return {"candidates": [asdict(c) for c in cands], "omitted": omitted,
+            "toml": to_toml(cands, config, evidence_lines=1 if limits else None)}
 
 
 def _toml_list(xs: list[str]) -> str:
     return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
 
 
-def to_toml(cands: list[Candidate], config) -> str:
-    """A `[[secret]]` block per uncovered candidate, its evidence as comments."""
+def to_toml(cands: list[Candidate], config, *, evidence_lines: int | None = None) -> str:
+    """A `[[secret]]` block per uncovered candidate, its first `evidence_lines` evidence lines (None:
+    all) as comments."""
     lines = ["# Candidate secrets proposed by `repoguard suggest`. Review each, then paste the ones",
              "# you agree with into repoguard.toml (nothing is declared until you do)."]
     taken = {s.id for s in config.secrets}
@@ -380,7 +385,8 @@ def to_toml(cands: list[Candidate], config) -> str:
             sid, n = f"{c.id}-{n}", n + 1
         taken.add(sid)
         lines.append("")
-        lines += [f"# {c.kind}: {e}" for e in c.evidence]
+        lines += [f"# {c.kind}: {e}" if i == 0 else f"#   {e.strip()}"
+                  for i, e in enumerate(c.evidence[:evidence_lines])]
         lines.append("[[secret]]")
         lines.append(f"id = {json.dumps(sid)}")
         if c.paths:

@@ -1,22 +1,21 @@
-"""Words that are never codename candidates for `repoguard suggest`, all built offline.
+"""Words that are never codename candidates for `repoguard suggest`, all read offline.
 
-- **common vocabulary**: spaCy's English stop words, `codenames.STOPLIST`, and every word (after
-  identifier splitting, ≥ 4 letters, lower-cased) that occurs in ≥ 2 modules of the Python
-  standard library at `sysconfig.get_paths()["stdlib"]` (public vocabulary: docstrings, comments
-  and identifiers of ~1 800 modules, ~20 k words; read in a few seconds, then cached per user and
-  interpreter, see `stdlib_words`).
-- **month and weekday names** from `calendar` (English, full and abbreviated).
-- **language and locale names**: `locale.locale_alias` keys that are words, plus `LANGUAGES`
-  below — the English names of the ISO 639-1 languages (neither babel nor pycountry is assumed).
-- **places** from the IANA time-zone names (`zoneinfo`), and lorem-ipsum filler (`LOREM`).
-- **people**: every part of every author's and committer's name and e-mail local part in the
-  history, and of names in `Co-authored-by:` / `Signed-off-by:` trailers.
+- **dictionary words** (`dictionary_words`): every word of wordfreq 3.1.1's large English list
+  (Zipf ≥ 1, i.e. ≥ 1 per 100 M words of English text) and every word of its small lists of the
+  other 40 languages (Zipf ≥ 3, ≥ 1 per million words). The lists ship inside the wheel
+  (`wordfreq/data/*.msgpack.gz`); nothing is downloaded. They hold ordinary words, months and
+  weekdays, language names ("abkhaz", Zipf 1.8 in English), places, vendors ("okta", "mastodon")
+  and common first names and surnames of many languages (Speer et al., wordfreq v3.0, 2022,
+  doi:10.5281/zenodo.7199437).
+- **programming vocabulary** (`stdlib_words`): every word (identifiers split, ≥ 4 letters) that
+  occurs in ≥ 2 modules of the Python standard library ("kwargs", "getattr", "docstring"): jargon
+  wordfreq does not know.
+- **people** (`people_words`): every part of every author's and committer's name and e-mail local
+  part in the history, and of names in `Co-authored-by:` / `Signed-off-by:` trailers ("ikarbowiak").
 """
 from __future__ import annotations
 
-import calendar
 import hashlib
-import locale
 import os
 import re
 import sys
@@ -24,33 +23,106 @@ import sysconfig
 from collections import Counter
 from functools import lru_cache
 
-from repoguard.analyzers.codenames import STOPLIST, split_identifiers
+from repoguard.analyzers.codenames import split_identifiers
 
 WORD = re.compile(r"[A-Za-z]{4,}")
 
-# English names of the ISO 639-1 languages (ISO 639-2 registration authority list), lower case.
-LANGUAGES = frozenset("""
-abkhaz abkhazian afar afrikaans akan albanian amharic arabic aragonese armenian assamese avaric
-avestan aymara azerbaijani bambara bashkir basque belarusian bengali bangla bihari bislama bosnian
-breton bulgarian burmese catalan valencian chamorro chechen chichewa chewa nyanja chinese mandarin
-cantonese chuvash cornish corsican cree croatian czech danish divehi dhivehi maldivian dutch
-flemish dzongkha english esperanto estonian ewe faroese fijian finnish french fula fulah pulaar
-galician ganda georgian german greek guarani gujarati haitian creole hausa hebrew herero hindi
-hiri motu hungarian interlingua indonesian interlingue irish igbo inupiaq inupiat ido icelandic
-italian inuktitut japanese javanese kalaallisut greenlandic kannada kanuri kashmiri kazakh khmer
-kikuyu gikuyu kinyarwanda kyrgyz kirghiz komi kongo korean kurdish kwanyama kuanyama latin
-luxembourgish letzeburgesch limburgish limburgan limburger lingala lao lithuanian luba katanga
-latvian manx macedonian malagasy malay malayalam maltese maori marathi marshallese mongolian nauru
-nauruan navajo navaho ndebele nepali ndonga norwegian bokmal bokmål nynorsk nuosu sichuan yi
-occitan ojibwe ojibwa oromo oriya odia ossetian ossetic punjabi panjabi pali persian farsi polish
-pashto pushto portuguese quechua romansh kirundi rundi romanian moldavian moldovan russian
-sanskrit sardinian sindhi sami sámi samoan sango serbian gaelic scottish shona sinhala sinhalese
-slovak slovene slovenian somali sotho sesotho spanish castilian sundanese swahili swati swedish
-tamil telugu tajik thai tigrinya tibetan turkmen tagalog filipino tswana setswana tonga turkish
-tsonga tatar twi tahitian uyghur uighur ukrainian urdu uzbek venda vietnamese volapük volapuk
-walloon welsh wolof western frisian xhosa yiddish yoruba zhuang chuang zulu udmurt kabyle
-asturian tamazight berber cebuano hawaiian hmong kapampangan ilocano sorani kurmanji dari
-""".split())
+
+def dictionary_words(terms) -> set[str]:
+    """The lower-case `terms` that wordfreq knows: in the English large list (any frequency it
+    records, Zipf ≥ 1) or in the small list (Zipf ≥ 3) of any other language it ships.
+
+    Reads each list once per call straight from the wheel's data files (~0.6 s for all 41 lists,
+    one list in memory at a time). Raises ImportError when wordfreq is not installed."""
+    import wordfreq
+
+    terms = set(terms)
+    lists = [wordfreq.available_languages("large")["en"]]
+    lists += [f for lang, f in sorted(wordfreq.available_languages("small").items()) if lang != "en"]
+    found: set[str] = set()
+    for filename in lists:
+        for bucket in wordfreq.read_cBpack(filename):
+            found.update(terms.intersection(bucket))
+    return found
+
+
+@lru_cache(maxsize=1)
+def common_english(min_letters: int = 3) -> frozenset[str]:
+    """Common English words (wordfreq's small English list: Zipf ≥ 3, ≥ 1 per million words) of
+    ≥ `min_letters` ASCII letters, about 25 k words; the pieces `compound_of` splits into."""
+    import wordfreq
+
+    return frozenset(w for bucket in wordfreq.read_cBpack(wordfreq.available_languages("small")["en"])
+                     for w in bucket if len(w) >= min_letters and w.isascii() and w.isalpha())
+
+
+def compound_of(term: str) -> list[str] | None:
+    """`term` split into common English words (`common_english`) when it is a plain compound of
+    them ("restapi" → ["rest", "api"], "postcrash" → ["post", "crash"]), the split with
+    the fewest pieces; None when no split exists ("proxito", "kbadge"). Dynamic programming over
+    the term's prefixes, O(len(term)²) look-ups."""
+    words = common_english()
+    best: list[list[str] | None] = [[]] + [None] * len(term)
+    for end in range(1, len(term) + 1):
+        for start in range(end):
+            if best[start] is not None and term[start:end] in words \
+                    and (best[end] is None or len(best[start]) + 1 < len(best[end])):
+                best[end] = best[start] + [term[start:end]]
+    return best[-1] if best[-1] and len(best[-1]) > 1 else None
+
+
+# Dependency manifests and lock files: not documents; the packages they declare are vendors.
+MANIFEST = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|requirements/[^/]+\.(txt|in)|constraints[^/]*\.txt|"
+                      r"pyproject\.toml|setup\.cfg|Pipfile(\.lock)?|[^/]*\.lock|package(-lock)?\.json|"
+                      r"pnpm-lock\.yaml|go\.(mod|sum)|Cargo\.toml|Gemfile|composer\.json|pom\.xml|"
+                      r"build\.gradle(\.kts)?|\.pre-commit-config\.yaml)$")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def dependency_names(path: str, text: str) -> set[str]:
+    """Lower-case words (≥ 4 letters) of the package names a manifest declares: requirement lines
+    (requirements*.txt/.in, constraints), `[project]` dependencies, optional dependencies and
+    dependency groups and `[tool.poetry]` dependencies of pyproject.toml, Pipfile and Cargo.toml
+    tables, package.json / composer.json dependency maps, go.mod `require` paths. The project's
+    own paths and tool settings in the same files are not names. Unparsable files give set()."""
+    import json
+    try:
+        import tomllib
+    except ModuleNotFoundError:      # Python < 3.11
+        import tomli as tomllib
+
+    name = path.rsplit("/", 1)[-1]
+    reqs: list[str] = []
+    try:
+        if name.endswith((".txt", ".in")):
+            reqs = [ln for ln in text.splitlines() if not ln.lstrip().startswith(("-", "#"))]
+        elif name in ("pyproject.toml", "Pipfile", "Cargo.toml"):
+            doc = tomllib.loads(text)
+            proj, poetry = doc.get("project", {}), doc.get("tool", {}).get("poetry", {})
+            reqs = list(proj.get("dependencies", []))
+            for group in list(proj.get("optional-dependencies", {}).values()) \
+                    + list(doc.get("dependency-groups", {}).values()):
+                reqs += [r for r in group if isinstance(r, str)]
+            for table in ("dependencies", "dev-dependencies", "packages", "dev-packages"):
+                reqs += list(doc.get(table, {})) + list(poetry.get(table, {}))
+            for group in poetry.get("group", {}).values():
+                reqs += list(group.get("dependencies", {}))
+        elif name in ("package.json", "composer.json"):
+            doc = json.loads(text)
+            for table in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies",
+                          "require", "require-dev"):
+                reqs += list(doc.get(table, {}))
+        elif name == "go.mod":
+            reqs = [m.rsplit("/", 1)[-1] for m in re.findall(r"^\s*(?:require\s+)?([\w.-]+\.\w+/\S+)\s+v", text, re.M)]
+    except (ValueError, AttributeError, TypeError):
+        return set()
+    out: set[str] = set()
+    for m in (_REQUIREMENT.match(piece) for r in reqs for piece in str(r).lstrip("@").split("/", 1)):
+        if m:
+            pkg = m.group(1).lower()
+            out.update(w for w in re.split(r"[^a-z]+", pkg) if len(w) >= 4)
+            out.add(re.sub(r"[^a-z]+", "", pkg))
+    return {w for w in out if len(w) >= 4}
 
 
 _STDLIB_CACHE_VERSION = 1     # bump when WORD, split_identifiers or the counting change
@@ -114,48 +186,6 @@ def stdlib_words(min_modules: int = 2) -> frozenset[str]:
     except OSError:
         pass
     return words
-
-
-@lru_cache(maxsize=1)
-def calendar_words() -> frozenset[str]:
-    """English month and weekday names, full and abbreviated, lower case."""
-    names = list(calendar.month_name[1:]) + list(calendar.month_abbr[1:]) + list(calendar.day_name) \
-        + list(calendar.day_abbr) + ["sept", "tues", "thur", "thurs"]
-    return frozenset(n.lower() for n in names if n)
-
-
-LOREM = frozenset("""lorem ipsum dolor amet consectetur adipiscing elit sed eiusmod tempor incididunt labore
-dolore magna aliqua enim minim veniam quis nostrud exercitation ullamco laboris nisi aliquip commodo
-consequat duis aute irure reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur
-sint occaecat cupidatat proident sunt culpa officia deserunt mollit anim aenean donec vestibulum
-pellentesque curabitur vivamus nullam morbi etiam maecenas mauris nunc integer""".split())
-
-
-@lru_cache(maxsize=1)
-def place_words() -> frozenset[str]:
-    """Regions and cities of the IANA time-zone names (`zoneinfo`): america, york, berlin, …"""
-    try:
-        import zoneinfo
-        zones = zoneinfo.available_timezones()
-    except Exception:  # no tz database installed
-        return frozenset()
-    return frozenset(w.lower() for z in zones for w in re.split(r"[/_\-]+", z) if len(w) >= 4)
-
-
-@lru_cache(maxsize=1)
-def language_words() -> frozenset[str]:
-    """Language and locale names: `LANGUAGES` ∪ the alphabetic keys of `locale.locale_alias`."""
-    return LANGUAGES | {k.lower() for k in locale.locale_alias if k.isalpha() and len(k) >= 4}
-
-
-@lru_cache(maxsize=1)
-def common_words() -> frozenset[str]:
-    """spaCy English stop words ∪ STOPLIST ∪ stdlib vocabulary ∪ calendar ∪ language names ∪
-    time-zone places ∪ lorem ipsum."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset({w.lower() for w in STOP_WORDS} | STOPLIST | stdlib_words() | calendar_words()
-                     | language_words() | place_words() | LOREM)
 
 
 def name_parts(text: str) -> set[str]:

@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import git
 
-from repoguard.config import Config, load_config, parse_config
+from repoguard.config import Config, parse_config
 from repoguard.gitrepo import GitRepo
 from repoguard.suggest import suggest
 
@@ -30,11 +30,15 @@ def test_ownership_silo_is_the_planted_one(fresh, monorepo_module):
     assert "web/**" not in silos and "java/**" not in silos and "reports/**" not in silos
 
 
-def test_codenames_found_and_ordinary_words_not(fresh):
-    names = {c["codenames"][0] for c in fresh["candidates"] if c["kind"] == "codename"}
-    assert {"Falcon", "Nightjar"} <= names
-    assert "Harbor" not in names       # "safe harbor" is written in lower case in the docs
-    assert "Scholes" not in names      # part of "Black-Scholes"
+def test_fixture_codename_is_the_coined_component(fresh):
+    """`riskd` (the Go limit checker in services/risk/cmd/riskd/) is the fixture's one coined
+    component name and is proposed first, with its evidence. The declared codenames Falcon and
+    Nightjar are dictionary words (wordfreq): not proposed, a documented limitation."""
+    got = [c for c in fresh["candidates"] if c["kind"] == "codename"]
+    assert got[0]["codenames"] == ["Riskd"] and got[0]["metrics"]["folder"] == "@acme/risk"
+    assert "services/risk/cmd/riskd/main.go" in got[0]["metrics"]["files"]
+    assert got[0]["evidence"][0].startswith("'Riskd': 60% of 5 mentions")
+    assert not {"Falcon", "Nightjar", "Harbor", "Scholes"} & {c["codenames"][0] for c in got}
 
 
 def test_credentials_with_entropy_prior(fresh, monorepo_module):
@@ -49,12 +53,12 @@ def test_credentials_with_entropy_prior(fresh, monorepo_module):
 def test_snippet_is_valid_config_and_skips_declared(fresh, fixture_repo):
     cfg = parse_config(fresh["toml"])
     ids = [s.id for s in cfg.secrets]
-    assert "alpha-owned" in ids and "falcon" in ids and len(ids) == len(set(ids))
-    declared = suggest(GitRepo(fixture_repo), load_config(fixture_repo / "repoguard.toml"),
-                       kinds=("silo", "codename"))
+    assert "alpha-owned" in ids and "riskd" in ids and len(ids) == len(set(ids))
+    text = (fixture_repo / "repoguard.toml").read_text() + '\n[[secret]]\nid = "risk-daemon"\ncodenames = ["riskd"]\n'
+    declared = suggest(GitRepo(fixture_repo), parse_config(text), kinds=("silo", "codename"))
     covered = {c["id"]: c["covered_by"] for c in declared["candidates"] if c["covered_by"]}
-    assert covered["alpha-owned"] == ["alpha-strategy"] and covered["falcon"] == ["alpha-strategy"]
-    assert "alpha-owned" not in declared["toml"] and "Falcon" not in declared["toml"]
+    assert covered["alpha-owned"] == ["alpha-strategy"] and covered["riskd"] == ["risk-daemon"]
+    assert "alpha-owned" not in declared["toml"] and "Riskd" not in declared["toml"]
 
 
 def test_cli(fixture_repo):
@@ -77,36 +81,108 @@ def _commit_as(repo, name: str, email: str, files: dict[str, str], message: str)
     git(repo, "commit", "-q", "-m", message, env=env)
 
 
-def test_codenames_are_concentrated_project_terms_only(make_repo):
-    """Each decoy below is as concentrated in i18n/ as the planted term "Quokka" is in pricing/;
-    only the planted term is suggested: a language name, an author's surname, a month name, a
-    common word and a fragment behind an escape (`\\Nzorblat`) are not."""
-    decoy = ("Abkhaz strings, reviewed by Okonkwo in January. Window layout. See \\Nzorblat.\n")
-    files = {f"i18n/strings_{i}.md": f"# Strings {i}\n{decoy}" for i in range(4)}
-    files |= {f"pricing/quokka_{k}.py": f'"""Quokka {k}: the Quokka pricing engine."""\nX = 1\n'
-              for k in ("core", "rates", "curves")}
-    files |= {f"web/page_{i}.md": "# Page\nA plain page about the product.\n" for i in range(4)}
+def _codenames(repo) -> list[str]:
+    return [c["codenames"][0] for c in
+            suggest(GitRepo(repo), Config(path=None), kinds=("codename",), limits=None)["candidates"]]
+
+
+def test_codenames_are_coined_directory_names_only(make_repo, monkeypatch):
+    """Each decoy directory below is as concentrated as the planted coined codename "Plumbrix":
+    a common English word (Harvest), a language name (Kabyle), a month (January) and an author's
+    surname (notes/vorshkin/, written by Ada Vorshkin). Only the coined names are proposed,
+    Plumbrix (5 of its 6 mentions in plumbrix/) ranked above Grelvox (3 of 5 in grelvox/); with
+    the dictionary, stdlib and people filters switched off the decoys do qualify."""
+    from repoguard import suggest_lexicon
+    from repoguard.analyzers import history
+    from repoguard.suggest import _terms
+
+    files = {}
+    for folder, word in [("plumbrix", "Plumbrix"), ("harvest", "Harvest"), ("kabyle", "Kabyle"),
+                         ("january", "January")]:
+        files |= {f"{folder}/part_{i}.md": f"# {word} {i}\nThe {word} part; see {word}.\n"
+                  for i in range(4 if word == "Plumbrix" else 5)}
+    files |= {f"grelvox/g_{i}.py": f'"""Grelvox stage {i}."""\nX = {i}\n' for i in range(3)}
+    files |= {f"web/page_{i}.md": "# Page\nA plain page about the product" + (", which embeds Grelvox" if i < 2 else "")
+              + (" and Plumbrix" if i == 0 else "") + ".\n" for i in range(4)}
+    files |= {f"patterns/p_{i}.md": "Match \\Nzorblat here; \\Nzorblat again.\n" for i in range(4)}
     repo = make_repo(files, message="init")
-    _commit_as(repo, "Ada Okonkwo", "ada@example.com", {"i18n/extra.md": decoy}, "i18n: Abkhaz strings")
-    got = [c["codenames"][0] for c in
-           suggest(GitRepo(repo), Config(path=None), kinds=("codename",))["candidates"]]
-    assert "Quokka" in got
-    for noise in ("Abkhaz", "Okonkwo", "January", "Window", "Nzorblat", "Strings", "Page"):
-        assert noise not in got
-    # without the filters the decoys would have qualified: "Abkhaz" is as concentrated as "Quokka"
-    from repoguard.suggest import _chunks
-    assert ("nzorblat", "title", None) not in list(_chunks("See \\Nzorblat."))
-    assert ("quokka", "title", None) in list(_chunks("Quokka pricing"))
+    _commit_as(repo, "Ada Vorshkin", "ada@example.com",
+               {f"notes/vorshkin/n_{i}.md": "# Vorshkin notes\nVorshkin's notes.\n" for i in range(5)}, "notes")
+    _commit_as(repo, "Test", "t@example.com", {"plumbrix/part_0.md": "# Plumbrix 0\nTuned.\n"}, "Plumbrix: tune part 0")
+    history._CACHE.clear()
+    got = _codenames(repo)
+    assert got == ["Plumbrix", "Grelvox"]
+    # a fragment behind an escape (`\\Nzorblat`) or a hyphen ("Black-Scholes") yields no term at all
+    assert list(_terms("See \\Nzorblat. Black-Scholes model")) == ["see", "model"]
+    assert list(_terms("Plumbrix pricing, PlumbrixEngine")) == ["plumbrix", "pricing", "plumbrix", "engine"]
+    # the decoys are as concentrated as the codename: only the filters keep them out
+    monkeypatch.setattr(suggest_lexicon, "dictionary_words", lambda terms: set())
+    monkeypatch.setattr(suggest_lexicon, "stdlib_words", lambda: frozenset())
+    monkeypatch.setattr(suggest_lexicon, "people_words", lambda repo: frozenset())
+    assert {"Harvest", "Kabyle", "January", "Vorshkin", "Plumbrix", "Grelvox"} <= set(_codenames(repo))
+
+
+_COINED = ["zaphrel", "orvidex", "brindex", "voskaro", "tramquil", "quorvane", "zorvik", "zentaro"]
+
+
+def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
+    """Eight coined component directories: the default text output shows the 5 best codenames in
+    ≤ 60 lines and says 3 more are ranked lower; `--all` shows all 8 with every evidence line."""
+    from repoguard.suggest_lexicon import dictionary_words
+
+    assert not dictionary_words(_COINED)
+    files = {f"{w}/m_{i}.py": f'"""{w.capitalize()} module {i}."""\nX = {i}\n' for k, w in enumerate(_COINED)
+             for i in range(5 + k)}
+    repo = make_repo(files, message="init")
+    cli = [sys.executable, "-m", "repoguard.cli", "suggest", str(repo), "--kinds", "codename"]
+    short = subprocess.run(cli, capture_output=True, text=True)
+    assert short.returncode == 0, short.stderr
+    assert len(short.stdout.splitlines()) <= 60 and short.stdout.count("[[secret]]") == 5
+    assert "ranked lower and not shown: 3 codename candidates; --all shows them" in short.stdout
+    # the most-mentioned directories rank first; the snippet is valid config
+    assert [s.codenames[0] for s in parse_config(short.stdout).secrets] == [w.capitalize() for w in _COINED[::-1][:5]]
+    full = subprocess.run(cli + ["--all"], capture_output=True, text=True)
+    assert full.returncode == 0 and full.stdout.count("[[secret]]") == 8
+    assert "ranked lower" not in full.stdout and "#   zaphrel/m_0.py" in full.stdout
+
+
+def test_compounds_of_common_words_rank_after_coined_names(make_repo):
+    """`restapi/` (rest + api) is more mentioned than `quorvane/`, but a compound of common English
+    words ranks after a coined name, and says why in its evidence."""
+    from repoguard.suggest_lexicon import compound_of
+
+    assert compound_of("restapi") == ["rest", "api"] and compound_of("quorvane") is None
+    files = {f"restapi/r_{i}.py": f'"""Restapi view {i}."""\n' for i in range(9)}
+    files |= {f"quorvane/q_{i}.py": f'"""Quorvane stage {i}."""\n' for i in range(5)}
+    got = suggest(GitRepo(make_repo(files, message="init")), Config(path=None), kinds=("codename",))["candidates"]
+    assert [c["codenames"][0] for c in got] == ["Quorvane", "Restapi"]
+    assert got[1]["metrics"]["score"] > got[0]["metrics"]["score"]
+    assert "a compound of common words (rest + api)" in got[1]["evidence"][0]
+
+
+def test_declared_dependencies_are_vendors_not_codenames(make_repo):
+    """`tramquil/` and `zaphrel/` are coined directory names, but requirements.txt and package.json
+    declare packages of those names: vendors, not codenames. pyproject.toml naming `voskaro/` in a
+    tool setting (not a dependency) does not make Voskaro a vendor."""
+    files = {f"{w}/m_{i}.py": f'"""{w.capitalize()} module {i}."""\nX = {i}\n'
+             for w in ("tramquil", "zaphrel", "voskaro") for i in range(5)}
+    files |= {"requirements.txt": "# pinned\ntramquil-client==2.0  # the SDK\n-r other.txt\n",
+              "package.json": '{"devDependencies": {"@acme/zaphrel": "^1.0"}}\n',
+              "pyproject.toml": '[project]\nname = "x"\ndependencies = ["requests>=2"]\n'
+                                '[tool.ruff]\nexclude = ["voskaro/"]\n'}
+    assert _codenames(make_repo(files, message="init")) == ["Voskaro"]
 
 
 def test_authorship_silo_without_codeowners(make_repo):
     """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people;
-    Alice, a minority of the whole history, is a silo."""
+    Alice, a minority of the whole history, is a silo. docs/, written by Bob alone just as much,
+    is documentation, not a component: no silo."""
     files = {f"web/v{i}.py": "X = 1\n" for i in range(3)} | {f"pay/p{i}.py": "X = 1\n" for i in range(3)}
     repo = make_repo(files, message="init")
     web = [(f"Dev{k} Web", f"dev{k}@example.com") for k in range(5)]
     for n in range(20):
         _commit_as(repo, "Alice Arden", "alice@example.com", {f"pay/p{n % 3}.py": f"X = {n + 10}\n"}, f"pay {n}")
+        _commit_as(repo, "Bob Birch", "bob@example.com", {f"docs/d{n % 3}.md": f"# Doc {n}\n"}, f"docs {n}")
         for k in range(4):   # web/ is busier: Alice's 20 revisions are 13 % of the history's
             _commit_as(repo, *web[(n + k) % 5], {f"web/v{i}.py": f"X = {n}, {k}, {i}\n" for i in range(3)},
                        f"web {n} {k}")
@@ -169,3 +245,17 @@ def test_stdlib_lexicon_is_cached_per_interpreter_and_stdlib(tmp_path, monkeypat
         assert len(list((tmp_path / "cache").glob("stdlib-words-*.txt"))) == 2
     finally:
         lex.stdlib_words.cache_clear()
+
+
+def test_dictionary_is_read_offline(tmp_path):
+    """wordfreq's lists ship inside the wheel: the dictionary check works with no network at all
+    (a new network namespace, `unshare -rn`, where any download would fail)."""
+    import shutil
+
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rn", "true"]).returncode != 0:
+        pytest.skip("unshare -rn is not available here")
+    code = ("from repoguard.suggest_lexicon import dictionary_words as d; "
+            "print(sorted(d(['abkhaz', 'january', 'okonkwo', 'window', 'proxito', 'kbadge'])))")
+    res = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "['abkhaz', 'january', 'okonkwo', 'window']"

@@ -14,20 +14,21 @@ def register(parser) -> None:
     parser.add_argument("--kinds", default="silo,codename,credential", metavar="KINDS",
                         help="comma-separated: silo, codename, credential (default: all)")
     parser.add_argument("--all", action="store_true",
-                        help="show every codename candidate (default: the 20 best-ranked)")
+                        help="show every candidate with all its evidence (default: a screenful, the "
+                             "3 best silos, 5 codenames and 2 credentials)")
 
 
 def run(args) -> int:
     from repoguard.commands._common import resolve_repo
     from repoguard.errors import InputError
-    from repoguard.suggest import suggest
+    from repoguard.suggest import DEFAULT_LIMITS, suggest
 
     repo, config, _out = resolve_repo(args)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     bad = [k for k in kinds if k not in ("silo", "codename", "credential")]
     if bad:
         raise InputError(f"--kinds: unknown kind {bad[0]!r} (known: silo, codename, credential)")
-    result = suggest(repo, config, kinds=kinds, limit=None if args.all else 20)
+    result = suggest(repo, config, kinds=kinds, limits=None if args.all else DEFAULT_LIMITS)
     if args.json:
         print_json(result)
     else:
@@ -35,6 +36,7 @@ def run(args) -> int:
         covered = [c for c in result["candidates"] if c["covered_by"]]
         for c in covered:
             print(f"# already declared: {c['kind']} {c['id']} (covered by {', '.join(c['covered_by'])})")
-        if result["omitted"]:
-            print(f"# {result['omitted']} more codename candidates ranked lower: --all shows them")
+        more = [f"{n} {kind}" for kind, n in result["omitted"].items() if n]
+        if more:
+            print(f"# ranked lower and not shown: {', '.join(more)} candidates; --all shows them")
     return 0
