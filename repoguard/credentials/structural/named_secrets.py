@@ -5,7 +5,9 @@
 - JWT signing secrets: `jwt_secret = "S"`, `JWT_SECRET_KEY: S`, YAML `jwt:` → `secret: S`;
 - .NET `appSettings`: `<add key="SmtpPassword" value="P" />`;
 - client-side build variables, which are compiled into the public bundle:
-  `REACT_APP_*PASSWORD=P` (also `VITE_`, `NEXT_PUBLIC_`, `VUE_APP_`).
+  `REACT_APP_*PASSWORD=P` (also `VITE_`, `NEXT_PUBLIC_`, `VUE_APP_`), and Android Gradle
+  `buildConfigField "String", "API_KEY", "\"K\""` (compiled into the APK);
+- Gradle repository credentials: `credentials { username "u"; password "P" }` (Groovy and Kotlin DSL).
 
 Values must be literals: placeholders, template variables and sample words are rejected
 (`placeholders.is_placeholder`), and prose values that are status words ("required",
@@ -32,6 +34,11 @@ _APPSETTING = re2.compile(rb"(?i)<add[ \t]+key[ \t]*=[ \t]*\"[^\"\n]{0,64}(?:pas
                           rb"[^\"\n]{0,64}\"[ \t]+value[ \t]*=[ \t]*\"([^\"\n]{4,256})\"")
 _CLIENT_ENV = re2.compile(rb"\b(?:REACT_APP|VITE|NEXT_PUBLIC|VUE_APP)_[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASS|PWD|SECRET)"
                           rb"[ \t]*=[ \t]*" + _VALUE)
+_BUILDCONFIG = re2.compile(rb"\bbuildConfigField[ \t]*\(?[ \t]*[\"']String[\"'][ \t]*,[ \t]*[\"'][A-Za-z0-9_]{0,40}"
+                          rb"(?:KEY|TOKEN|SECRET|PASSWORD|PASS)[A-Za-z0-9_]{0,40}[\"'][ \t]*,[ \t]*"
+                          rb"(?:'\\?\"([^\"'\\\n]{8,200})\\?\"'|\"\\\"([^\"\\\n]{8,200})\\\"\")")
+_GRADLE = re2.compile(rb"\bcredentials[ \t]*(?:\([A-Za-z]*Credentials(?:::class)?\))?[ \t]*\{[^{}]{0,400}?\bpassword"
+                      rb"[ \t]*(?:=[ \t]*)?(?:\"([^\"\n]{4,128})\"|'([^'\n]{4,128})')")
 
 _STATUS = {b"required", b"invalid", b"incorrect", b"wrong", b"missing", b"expired", b"weak", b"strong",
            b"correct", b"valid", b"blank", b"optional", b"mandatory", b"hidden", b"visible", b"changed",
@@ -45,10 +52,17 @@ def _literal(value: bytes) -> bool:
     return not is_placeholder(v, min_len=4)
 
 
+_EXPRESSION = re2.compile(rb"^[A-Za-z_$][0-9A-Za-z_$]*(?:\.[A-Za-z_]|\(|\[)|^[a-z_][a-z0-9]*_[a-z0-9_]*$")
+
+
 def _matches(rx, data: bytes, ok: Callable[[bytes], bool] = _literal) -> Iterator[Hit]:
+    """Hits of `rx`'s first matching group accepted by `ok`. An unquoted value (the 4th group of
+    `_VALUE`) that reads as code (`user.jwt_key`, `get_secret()`, `jwt_secret_value`) is skipped."""
     for m in rx.finditer(data):
         g = next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)
-        if g and ok(m.group(g)):
+        if not g or (g == 4 and rx.groups >= 4 and _EXPRESSION.search(m.group(g))):
+            continue
+        if ok(m.group(g)):
             yield Hit(*m.span(g), m.group(g))
 
 
@@ -82,6 +96,14 @@ def client_env(data: bytes, path: str) -> Iterator[Hit]:
     yield from _matches(_CLIENT_ENV, data)
 
 
+def build_config(data: bytes, path: str) -> Iterator[Hit]:
+    yield from _matches(_BUILDCONFIG, data)
+
+
+def gradle(data: bytes, path: str) -> Iterator[Hit]:
+    yield from _matches(_GRADLE, data)
+
+
 DETECTORS = (
     Detector("password-in-prose", "Password stated in documentation ('the password is ...')", (b"password",), prose),
     Detector("password-comparison", "Password or secret compared with a literal in code",
@@ -91,4 +113,8 @@ DETECTORS = (
              (b"<add",), appsetting),
     Detector("client-bundle-env-password", "Password in a client-side build variable (REACT_APP_, VITE_, ...)",
              (b"react_app_", b"vite_", b"next_public_", b"vue_app_"), client_env),
+    Detector("android-buildconfig-secret", "Key, token or password compiled into an Android BuildConfig field",
+             (b"buildconfigfield",), build_config),
+    Detector("gradle-repository-password", "Literal password in a Gradle repository `credentials { }` block",
+             (b"credentials",), gradle),
 )
