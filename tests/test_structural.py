@@ -238,7 +238,7 @@ def test_named_secrets_prose_and_comparison(engine):
         assert _found(engine, text, "password-comparison", "app/auth.go"), text
     for text in ("The password is 'required'.", "raise ValueError(\"password is 'too short'\")",
                  "the password is '<your password>'", "if password == \"\":",
-                 "if secret != 'undefined':", "if password == 'changeme':"):
+                 "if secret != 'undefined':", "if password == 'changeme':", "if secret == 'false':"):
         assert _ids(engine, text, "docs/setup.md") == [], text
 
 
@@ -254,6 +254,8 @@ def test_named_secrets_jwt_appsettings_client_env(engine):
                        ("JWT_SECRET=${JWT_SECRET}\n", ".env"),
                        ('<add key="SmtpPassword" value="" />', "Web.config"),
                        ('<add key="ApiToken" value="YOUR_API_TOKEN" />', "Web.config"),
+                       ('<add key="TokenIssuer" value="https://login.corp.local/tenant" />', "Web.config"),
+                       ('<add key="SecretsFile" value="C:\\app\\secrets.json" />', "Web.config"),
                        ("REACT_APP_MAILER_PASSWORD=smtp_password # your SMTP password\n", ".env"),
                        ("REACT_APP_AUTH_USERNAME=bowie\n", ".env")):
         assert _ids(engine, text, path) == [], text

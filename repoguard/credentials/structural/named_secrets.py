@@ -3,7 +3,8 @@
 - documentation prose that states a password: `the (default) password (for user 'u') is 'P'`;
 - code that compares a password with a literal: `password == "P"`, `creds.Secret != 'P'`;
 - JWT signing secrets: `jwt_secret = "S"`, `JWT_SECRET_KEY: S`, YAML `jwt:` → `secret: S`;
-- .NET `appSettings`: `<add key="SmtpPassword" value="P" />`;
+- .NET `appSettings`: `<add key="SmtpPassword" value="P" />` (a key ending in password, secret,
+  api key, access key or token; URLs and paths are not secrets);
 - client-side build variables, which are compiled into the public bundle:
   `REACT_APP_*PASSWORD=P` (also `VITE_`, `NEXT_PUBLIC_`, `VUE_APP_`), and Android Gradle
   `buildConfigField "String", "API_KEY", "\"K\""` (compiled into the APK);
@@ -27,11 +28,12 @@ _VALUE = rb"(?:\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|\x60([^\x60\n]{4,200})\x60
 
 _PROSE = re2.compile(rb"(?i)\bpassword(?:[ \t]+for[ \t]+(?:the[ \t]+)?user[ \t]+(?:\"[^\"\n]{1,64}\"|'[^'\n]{1,64}'))?"
                      rb"[ \t]+is[ \t]+" + _Q % (3, 3))
-_COMPARE = re2.compile(rb"(?i)\b(?:password|passwd|passphrase|pwd|secret)[\"'\]]?[ \t]*(?:===?|!==?)[ \t]*" + _Q % (4, 4))
+_COMPARE_WORDS = (b"password", b"passwd", b"passphrase", b"pwd", b"secret")
+_COMPARE = re2.compile(rb"(?i)\b(?:password|passwd|passphrase|pwd|secret)[ \t]?(?:===?|!==?)[ \t]*" + _Q % (4, 4))
 _JWT = re2.compile(rb"(?i)\bjwt[_.-]?(?:signing[_.-]?)?(?:secret|key)(?:[_.-]?key)?[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*" + _VALUE)
 _JWT_YAML = re2.compile(rb"(?im)^[ \t]*jwt:[ \t]*\r?\n(?:[ \t]+[0-9A-Za-z_-]+:[^\n]*\n){0,6}?[ \t]+secret:[ \t]*" + _VALUE)
-_APPSETTING = re2.compile(rb"(?i)<add[ \t]+key[ \t]*=[ \t]*\"[^\"\n]{0,64}(?:password|passwd|pwd|secret|apikey|api_key|token)"
-                          rb"[^\"\n]{0,64}\"[ \t]+value[ \t]*=[ \t]*\"([^\"\n]{4,256})\"")
+_APPSETTING = re2.compile(rb"(?i)<add[ \t]+key[ \t]*=[ \t]*\"[^\"\n]{0,64}(?:password|passwd|pwd|secret|secretkey|apikey|api_key"
+                          rb"|accesskey|access_key|token)[0-9]?\"[ \t]+value[ \t]*=[ \t]*\"([^\"\n]{4,256})\"")
 _CLIENT_ENV = re2.compile(rb"\b(?:REACT_APP|VITE|NEXT_PUBLIC|VUE_APP)_[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASS|PWD|SECRET)"
                           rb"[ \t]*=[ \t]*" + _VALUE)
 _BUILDCONFIG = re2.compile(rb"\bbuildConfigField[ \t]*\(?[ \t]*[\"']String[\"'][ \t]*,[ \t]*[\"'][A-Za-z0-9_]{0,40}"
@@ -76,7 +78,11 @@ def prose(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def compare(data: bytes, path: str) -> Iterator[Hit]:
-    yield from _matches(_COMPARE, data, lambda v: b" " not in v and _literal(v))
+    yield from _matches(_COMPARE, data, lambda v: b" " not in v and v.lower() not in _STATUS and _literal(v))
+
+
+def _setting_ok(value: bytes) -> bool:
+    return b"://" not in value and not value.startswith((b"/", b"~/", b"./")) and _literal(value)
 
 
 def jwt_secret(data: bytes, path: str) -> Iterator[Hit]:
@@ -89,7 +95,7 @@ def jwt_secret(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def appsetting(data: bytes, path: str) -> Iterator[Hit]:
-    yield from _matches(_APPSETTING, data)
+    yield from _matches(_APPSETTING, data, _setting_ok)
 
 
 def client_env(data: bytes, path: str) -> Iterator[Hit]:
@@ -105,9 +111,10 @@ def gradle(data: bytes, path: str) -> Iterator[Hit]:
 
 
 DETECTORS = (
-    Detector("password-in-prose", "Password stated in documentation ('the password is ...')", (b"password",), prose),
+    Detector("password-in-prose", "Password stated in documentation ('the password is ...')",
+             (b"password is", b"password for"), prose),
     Detector("password-comparison", "Password or secret compared with a literal in code",
-             (b"password", b"passwd", b"passphrase", b"pwd", b"secret"), compare),
+             tuple(w + sp + op for w in _COMPARE_WORDS for sp in (b"", b" ") for op in (b"==", b"!=")), compare),
     Detector("jwt-signing-secret", "Literal JWT signing secret", (b"jwt",), jwt_secret),
     Detector("dotnet-appsetting-secret", ".NET appSettings entry holding a password, secret or token",
              (b"<add",), appsetting),
@@ -116,5 +123,5 @@ DETECTORS = (
     Detector("android-buildconfig-secret", "Key, token or password compiled into an Android BuildConfig field",
              (b"buildconfigfield",), build_config),
     Detector("gradle-repository-password", "Literal password in a Gradle repository `credentials { }` block",
-             (b"credentials",), gradle),
+             (b"credentials {", b"credentials{", b"credentials("), gradle),
 )
