@@ -132,7 +132,8 @@ def test_connection_strings(engine):
                  's = "jdbc:mysql://db:3306/app?user=app&password=Rt5' + 'vXq2m&useSSL=true"',
                  's = "jdbc:oracle:thin:scott/Ti9' + 'gRw4x@db:1521:orcl"',
                  's = "Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=Mn4b' + 'V8cX2z;"',
-                 's = "Data Source=db;Initial Catalog=app;User ID=sa;Password=Kz7' + 'pQw2n;"'):
+                 's = "Data Source=db;Initial Catalog=app;User ID=sa;Password=Kz7' + 'pQw2n;"',
+                 'conn.Open("Provider=SQLOLEDB.1;User ID=rpt; " & "Password=Hv6' + 'tQz3k;Data Source=db01;")'):
         assert _ids(engine, text, "App.java"), text
     for text in ('s = "jdbc:postgresql://db/app?user=app&password=${DB_PASSWORD}"',
                  's = "Server=db;Uid=sa;Pwd=<password>;"',
