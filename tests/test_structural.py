@@ -222,6 +222,7 @@ def test_invocations_psexec_viserver_dotnet(engine):
     for text in ("psexec \\\\srv -u User -p $Password -i calc.exe",
                  "PsExec.exe \\\\srv -u DOMAIN\\ADMIN -p PASSWORD cmd",
                  "psexec \\\\srv -u svc -p %SVC_PW% cmd",
+                 "PSEXEC.EXE \\\\host -u CORP\\me -p mypass CMD",
                  'Connect-VIServer "$endpoint" -User "$username" -Password "$password"',
                  "Connect-VIServer $h -user $u -password $ESXipass",
                  'new NetworkCredential("user", password)',
