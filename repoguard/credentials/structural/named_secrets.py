@@ -85,10 +85,22 @@ def _setting_ok(value: bytes) -> bool:
     return b"://" not in value and not value.startswith((b"/", b"~/", b"./")) and _literal(value)
 
 
+_FILE_EXT = (b".pem", b".key", b".crt", b".json", b".pub", b".txt", b".der", b".p12", b".jwk", b".jwks")
+
+
+def _jwt_ok(value: bytes) -> bool:
+    """A literal signing secret: not a code call, URL, file path or PEM armor (a private key in
+    PEM form is the private-key detector's)."""
+    v = value.strip()
+    if v.endswith((b"(", b")")) or b"://" in v or v.startswith((b"/", b"./", b"../", b"~/", b"-----")):
+        return False
+    return not v.lower().endswith(_FILE_EXT) and _literal(v)
+
+
 def jwt_secret(data: bytes, path: str) -> Iterator[Hit]:
     seen = set()
     for rx in (_JWT, _JWT_YAML):
-        for h in _matches(rx, data, lambda v: _literal(v) and not v.endswith((b"(", b")"))):
+        for h in _matches(rx, data, _jwt_ok):
             if h.start not in seen:
                 seen.add(h.start)
                 yield h
