@@ -38,6 +38,7 @@ def _literal(value: bytes) -> bool:
 
 
 def _find(rx) -> Callable[[bytes, str], Iterator[Hit]]:
+    """A detector's `find`: the first non-empty group of each `rx` match, when it is a literal."""
     def find(data: bytes, path: str) -> Iterator[Hit]:
         for m in rx.finditer(data):
             g = next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)

@@ -74,10 +74,12 @@ def _prose_ok(value: bytes) -> bool:
 
 
 def prose(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for "the (default) password (for user 'u') is 'P'" in any text; the secret is P."""
     yield from _matches(_PROSE, data, _prose_ok)
 
 
 def compare(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for `password == "P"` / `secret != 'P'` (one-word literal P)."""
     yield from _matches(_COMPARE, data, lambda v: b" " not in v and v.lower() not in _STATUS and _literal(v))
 
 
@@ -98,6 +100,7 @@ def _jwt_ok(value: bytes) -> bool:
 
 
 def jwt_secret(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for literal JWT signing secrets (`jwt_secret = S`, YAML `jwt:` → `secret: S`)."""
     seen = set()
     for rx in (_JWT, _JWT_YAML):
         for h in _matches(rx, data, _jwt_ok):
@@ -107,18 +110,22 @@ def jwt_secret(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def appsetting(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for .NET `<add key="…Password" value="P" />` entries."""
     yield from _matches(_APPSETTING, data, _setting_ok)
 
 
 def client_env(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for `REACT_APP_…PASSWORD=P` (and VITE_, NEXT_PUBLIC_, VUE_APP_) build variables."""
     yield from _matches(_CLIENT_ENV, data)
 
 
 def build_config(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for Android `buildConfigField "String", "…KEY", "\"K\""` literals."""
     yield from _matches(_BUILDCONFIG, data)
 
 
 def gradle(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits for `password "P"` / `password = "P"` inside a Gradle `credentials { }` block."""
     yield from _matches(_GRADLE, data)
 
 
