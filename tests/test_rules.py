@@ -80,6 +80,13 @@ def test_tps_found_by_full_hyperscan_engine(full_engine):
     assert not missed
 
 
+def test_every_default_rule_compiles_in_hyperscan(full_engine):
+    """No default rule falls back to RE2 over the whole text (Hyperscan rejects, e.g., an end
+    anchor inside a pattern); such a rule would rescan every file holding its keyword."""
+    fresh = Engine(RULES, use_hyperscan=True)
+    assert [fresh.rules[i].id for i in fresh._re2_only] == []
+
+
 def test_hyperscan_and_re2_backends_agree(full_engine):
     re2_engine = Engine(RULES, use_hyperscan=False)
     assert full_engine.backend == "hyperscan" and re2_engine.backend == "re2"

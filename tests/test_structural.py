@@ -132,7 +132,8 @@ def test_connection_strings(engine):
                  's = "jdbc:mysql://db:3306/app?user=app&password=Rt5' + 'vXq2m&useSSL=true"',
                  's = "jdbc:oracle:thin:scott/Ti9' + 'gRw4x@db:1521:orcl"',
                  's = "Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=Mn4b' + 'V8cX2z;"',
-                 's = "Data Source=db;Initial Catalog=app;User ID=sa;Password=Kz7' + 'pQw2n;"'):
+                 's = "Data Source=db;Initial Catalog=app;User ID=sa;Password=Kz7' + 'pQw2n;"',
+                 'conn.Open("Provider=SQLOLEDB.1;User ID=rpt; " & "Password=Hv6' + 'tQz3k;Data Source=db01;")'):
         assert _ids(engine, text, "App.java"), text
     for text in ('s = "jdbc:postgresql://db/app?user=app&password=${DB_PASSWORD}"',
                  's = "Server=db;Uid=sa;Pwd=<password>;"',
@@ -186,3 +187,105 @@ def test_structural_findings_never_hold_the_secret(engine):
     pw = "Tr0ub4" + "dor3x9Q"
     f = engine.scan(f"postgres://svc:{pw}@db/app\n".encode(), "a.py")[0]
     assert pw not in str(f.to_json()) and f.redacted == pw[:4] + "…"
+
+
+def _pw(n: int = 12) -> str:
+    """A random password-like literal (letters and digits, no placeholder word)."""
+    import secrets
+    import string
+    alphabet = string.ascii_letters + string.digits
+    while True:
+        s = "".join(secrets.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in s) and any(c.isupper() for c in s) and not is_placeholder(s.encode()):
+            return "Zq" + s
+
+
+def _found(engine, text: str, rule: str, path: str = "app/settings.py") -> list:
+    return [f for f in engine.scan(text.encode(), path) if f.rule_id == rule]
+
+
+def test_invocations_psexec_viserver_dotnet(engine):
+    pw = _pw()
+    cases = {
+        "psexec-password": [f"psexec \\\\10.0.0.5 -u CORP\\svc -p {pw} cmd /c whoami",
+                            f'PsExec64.exe \\\\srv01 -u admin -p "{pw}" -i calc.exe'],
+        "connect-viserver-password": [f"Connect-VIServer -Server vc01 -User admin@vsphere.local -Password {pw}",
+                                      f"$c = connect-viserver esx1.lab -user root -password '{pw}'"],
+        "dotnet-networkcredential-password": [f'client.Credentials = new NetworkCredential("builder", "{pw}");',
+                                              f'$wc.Credentials = New-Object System.Net.NetworkCredential("ci", "{pw}")'],
+        "dotnet-directoryentry-password": [f'var de = new DirectoryEntry("LDAP://dc01",\n    "CORP\\\\svc",\n    "{pw}");'],
+    }
+    for rule, texts in cases.items():
+        for text in texts:
+            hits = _found(engine, text, rule, "tools/deploy.ps1")
+            assert hits and hits[0].redacted == pw[:4] + "…", (rule, text)
+    for text in ("psexec \\\\srv -u User -p $Password -i calc.exe",
+                 "PsExec.exe \\\\srv -u DOMAIN\\ADMIN -p PASSWORD cmd",
+                 "psexec \\\\srv -u svc -p %SVC_PW% cmd",
+                 "PSEXEC.EXE \\\\host -u CORP\\me -p mypass CMD",
+                 'Connect-VIServer "$endpoint" -User "$username" -Password "$password"',
+                 "Connect-VIServer $h -user $u -password $ESXipass",
+                 'new NetworkCredential("user", password)',
+                 'new NetworkCredential("user", "changeme")',
+                 'new DirectoryEntry("LDAP://dc01", "CORP\\\\user", "secret")'):
+        assert _ids(engine, text, "tools/deploy.ps1") == [], text
+
+
+def test_named_secrets_prose_and_comparison(engine):
+    pw = _pw(8)
+    for text in (f"The default password for the user \"svc\" is \"{pw}\".",
+                 f"Log in as admin; the password is '{pw}'."):
+        assert _found(engine, text, "password-in-prose", "docs/setup.md"), text
+    for text in (f'if creds.Secret != "{pw}" {{', f"if user == 'ops' and password == '{pw}':"):
+        assert _found(engine, text, "password-comparison", "app/auth.go"), text
+    for text in ("The password is 'required'.", "raise ValueError(\"password is 'too short'\")",
+                 "the password is '<your password>'", "if password == \"\":",
+                 "if secret != 'undefined':", "if password == 'changeme':", "if secret == 'false':"):
+        assert _ids(engine, text, "docs/setup.md") == [], text
+
+
+def test_named_secrets_jwt_appsettings_client_env(engine):
+    pw = _pw(16)
+    assert _found(engine, f'JWT_SECRET="{pw}"\n', "jwt-signing-secret")
+    assert _found(engine, f"jwt:\n  expires: 50m\n  secret: '{pw}#x'\n", "jwt-signing-secret", "config/app.yaml")
+    assert _found(engine, f'<add key="SmtpPassword" value="{pw}$" />', "dotnet-appsetting-secret", "Web.config")
+    assert _found(engine, f"REACT_APP_DB_PASSWORD={pw}  # dev\n", "client-bundle-env-password", ".env")
+    assert _found(engine, f"VITE_API_SECRET='{pw}'\n", "client-bundle-env-password", ".env")
+    for text, path in (("jwt_key = customer_user.jwt_token_key\n", "a.py"),
+                       ("jwtSecret: process.env.JWT_SECRET,\n", "a.js"),
+                       ("JWT_SECRET=${JWT_SECRET}\n", ".env"),
+                       ("JWT_KEY=/run/secrets/jwt_signing.pem\n", ".env"),
+                       ('jwt_key: "-----BEGIN PUBLIC KEY-----"\n', "config/app.yaml"),
+                       ("JWT_KEY_URL=https://auth.corp.local/.well-known/jwks.json\n", ".env"),
+                       ('<add key="SmtpPassword" value="" />', "Web.config"),
+                       ('<add key="ApiToken" value="YOUR_API_TOKEN" />', "Web.config"),
+                       ('<add key="TokenIssuer" value="https://login.corp.local/tenant" />', "Web.config"),
+                       ('<add key="SecretsFile" value="C:\\app\\secrets.json" />', "Web.config"),
+                       ("REACT_APP_MAILER_PASSWORD=smtp_password # your SMTP password\n", ".env"),
+                       ("REACT_APP_AUTH_USERNAME=bowie\n", ".env")):
+        assert _ids(engine, text, path) == [], text
+
+
+def test_named_secrets_gradle_and_buildconfig(engine):
+    pw = _pw(14)
+    assert _found(engine, f'credentials {{\n    username "deployer"\n    password "{pw}"\n}}\n',
+                  "gradle-repository-password", "build.gradle")
+    assert _found(engine, f'credentials(PasswordCredentials::class) {{\n  password = "{pw}"\n}}\n',
+                  "gradle-repository-password", "build.gradle.kts")
+    assert _found(engine, f"buildConfigField 'String', 'MAPS_API_KEY', '\"{pw}\"'\n",
+                  "android-buildconfig-secret", "app/build.gradle")
+    for text in ("credentials {\n  username 'user'\n  password 'password'\n}\n",
+                 'credentials {\n  username "SOME_USERNAME"\n  password "SOME_PASSWORD"\n}\n',
+                 'credentials {\n  password = findProperty("repoPassword")\n}\n',
+                 'buildConfigField "String", "API_KEY", "\\"${apiKey}\\""\n'):
+        assert _ids(engine, text, "build.gradle") == [], text
+
+
+def test_private_key_block_in_concatenated_strings(engine):
+    body = _b64(os.urandom(600))
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    java = '"-----BEGIN RSA PRIVATE KEY-----" +\n' + "".join(f'"{ln}" +\n' for ln in lines) \
+        + '"-----END RSA PRIVATE KEY-----"'
+    assert _ids(engine, f"String key = {java};\n", "Keys.java") == ["private-key-block"]
+    elided = '"-----BEGIN RSA PRIVATE KEY-----" +\n"..." +\n"-----END RSA PRIVATE KEY-----"'
+    assert _ids(engine, elided, "Keys.java") == []

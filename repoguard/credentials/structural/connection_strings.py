@@ -1,7 +1,8 @@
 """JDBC URLs and ODBC / ADO.NET connection strings with a password:
 `jdbc:<sub>://host;...;password=P` (SQL Server), `jdbc:<sub>://host/db?user=U&password=P`
 (MySQL/PostgreSQL), `jdbc:oracle:thin:U/P@host` (Oracle), and `Server=...;Uid=U;Pwd=P;` /
-`Data Source=...;Password=P;` (ODBC, ADO.NET). Placeholders and template variables are rejected.
+`Data Source=...;Password=P;` (ODBC, ADO.NET, OLE DB), also when split into concatenated string
+literals (`"...;User ID=u; " & "Password=P;..."`). Placeholders and template variables are rejected.
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from repoguard.credentials.structural.placeholders import is_placeholder
 
 _JDBC = re2.compile(rb"(?i)jdbc:[a-z0-9]+:[^\s\"'`<>]{0,300}?[;?&:](?:password|pwd)=([^;&\s\"'`<>]{1,128})")
 _ORACLE = re2.compile(rb"(?i)jdbc:oracle:(?:thin|oci8?):([A-Za-z0-9_$#]{1,64})/([^@\s\"'`/]{1,128})@")
+# A connection string may be split into concatenated literals: `"...;User ID=u; " & "Password=p;..."`.
 _ODBC = re2.compile(
-    rb"(?i)(?:driver|server|data source|datasource|dsn|host|addr|address|initial catalog|database)"
-    rb"[ \t]*=[^\n\"'`]{0,300}?;[ \t]*(?:pwd|password)[ \t]*=[ \t]*([^;\s\"'`]{1,128}|\{[^}\n]{1,128}\})")
+    rb"(?i)(?:driver|server|data source|datasource|dsn|host|addr|address|initial catalog|database|provider)"
+    rb"[ \t]*=(?:[^\n\"'`]|[\"'][ \t]*[&+][ \t]*[\"']){0,300}?;[ \t]*(?:[\"'][ \t]*[&+][ \t]*[\"'])?"
+    rb"(?:pwd|password)[ \t]*=[ \t]*([^;\s\"'`]{1,128}|\{[^}\n]{1,128}\})")
 
 
 def _ok(pw: bytes) -> bool:

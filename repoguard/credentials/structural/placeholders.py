@@ -13,7 +13,8 @@ _WORDS = {
     b"none", b"null", b"nil", b"undefined", b"empty", b"foo", b"bar", b"foobar", b"baz", b"xxx",
     b"user", b"username", b"login", b"pw", b"p", b"pa55word", b"p@ssw0rd", b"s3cr3t", b"qwerty",
     b"letmein", b"12345", b"123456", b"1234", b"secret123", b"password123", b"hunter2",
-    b"mysecretpassword", b"supersecret", b"yoursecret", b"db_password", b"access_token",
+    b"mysecretpassword", b"supersecret", b"yoursecret", b"db_password", b"access_token", b"mypass",
+    b"yourpass",
 }
 _MARKERS = (b"xxxx", b"****", b"....", b"####", b"your_", b"your-", b"<your", b"-here", b"_here",
             b"changeme", b"placeholder", b"example", b"redacted", b"dummy", b"insert", b"replace",

@@ -1,5 +1,6 @@
 """Private keys at any length (up to the file cap): PEM/PKCS#1/PKCS#8/SEC 1/OpenSSH/PGP/PuTTY
-armored blocks (RFC 7468), raw or with escaped newlines (JSON strings), and the same blocks
+armored blocks (RFC 7468), raw, with escaped newlines (JSON strings) or split into concatenated
+string literals (`"-----BEGIN RSA PRIVATE KEY-----" +\n"MIIE..." +`), and the same blocks
 base64-encoded as one value (`PRIVATE_KEY_B64=LS0tLS1CRUdJTi...`), which the generic blob decoder
 cannot reach past its 1,000-character window. Also bare base64 DER of an unencrypted PKCS#8 or
 PKCS#1 RSA key (`MIIEvQIBADANBgkqhkiG9w0BAQEFAASC...`). A block must hold ≥ 64 base64 characters
@@ -34,9 +35,11 @@ def _pem_blocks(data: bytes) -> Iterator[tuple[int, int]]:
         if e < 0:
             continue
         body = data[m.end():e]
-        # Header lines (Proc-Type, DEK-Info, Comment, Version) and escaped newlines are allowed.
+        # Header lines (Proc-Type, DEK-Info, Comment, Version) and escaped newlines are allowed;
+        # so is a block split into string literals joined by `+`/`&`/`,` (Java, C#, JS, VB).
         lines = body.replace(b"\\r", b"\n").replace(b"\\n", b"\n").split(b"\n")
-        b64 = sum(len(ln.strip()) for ln in lines if ln.strip() and set(ln.strip()) <= _BODY_OK)
+        lines = [ln.strip().strip(b"\"'+&,; \t") for ln in lines]
+        b64 = sum(len(ln) for ln in lines if ln and set(ln) <= _BODY_OK)
         if b64 >= 64 and b"..." not in body and b"<" not in body:
             yield m.start(), e + len(end_marker)
 

@@ -1,0 +1,58 @@
+"""Passwords passed as arguments to Windows administration commands and .NET constructors, by
+their documented signatures:
+
+- Sysinternals PsExec: `psexec \\\\host -u USER -p PASSWORD cmd` (`-p`: the password of `-u`);
+- VMware PowerCLI: `Connect-VIServer -Server H -User U -Password P`;
+- .NET `System.Net.NetworkCredential(userName, password[, domain])` (C#, VB, PowerShell
+  `New-Object System.Net.NetworkCredential("u", "p")`);
+- .NET `System.DirectoryServices.DirectoryEntry(path, username, password)`.
+
+Only literal passwords count: variables (`$Password`, `%PW%`), placeholders (`PASSWORD`,
+`changeme`) and template expressions are rejected (`placeholders.is_placeholder`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import re2
+
+from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.placeholders import is_placeholder
+
+_ARG = rb"(?:\"([^\"\n]{1,128})\"|'([^'\n]{1,128})'|([^\s\"'|;&`]{1,128}))"
+_QUOTED = rb"(?:\"([^\"\n]{1,128})\"|'([^'\n]{1,128})')"
+_STR = rb"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}')"
+
+_PSEXEC = re2.compile(rb"(?i)\bpsexec(?:64)?(?:\.exe)?[ \t][^\n]{0,300}?[ \t]-u[ \t]+(?:\"[^\"\n]{1,128}\"|[^\s\"]{1,128})"
+                      rb"[ \t]+-p[ \t]+" + _ARG)
+_VISERVER = re2.compile(rb"(?i)\bconnect-viserver\b[^\n]{0,300}?[ \t]-password[ \t]+" + _ARG)
+_NETCRED = re2.compile(rb"(?i)\bnetworkcredential[ \t]*\([ \t]*" + _STR + rb"[ \t]*,[ \t]*" + _QUOTED)
+_DIRENTRY = re2.compile(rb"(?i)\bdirectoryentry[ \t]*\(\s*" + _STR + rb"\s*,\s*" + _STR + rb"\s*,\s*" + _QUOTED)
+
+
+def _literal(value: bytes) -> bool:
+    """A literal password, not a variable, environment reference or placeholder."""
+    if value.startswith((b"$", b"%", b"(", b"[")) or value.endswith(b"%"):
+        return False
+    return not is_placeholder(value, min_len=4)
+
+
+def _find(rx) -> Callable[[bytes, str], Iterator[Hit]]:
+    """A detector's `find`: the first non-empty group of each `rx` match, when it is a literal."""
+    def find(data: bytes, path: str) -> Iterator[Hit]:
+        for m in rx.finditer(data):
+            g = next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)
+            if g and _literal(m.group(g)):
+                yield Hit(*m.span(g), m.group(g))
+    return find
+
+
+DETECTORS = (
+    Detector("psexec-password", "Password given to Sysinternals PsExec with -u/-p", (b"psexec",), _find(_PSEXEC)),
+    Detector("connect-viserver-password", "Password given to VMware PowerCLI Connect-VIServer",
+             (b"connect-viserver",), _find(_VISERVER)),
+    Detector("dotnet-networkcredential-password", "Literal password in a .NET NetworkCredential constructor",
+             (b"networkcredential",), _find(_NETCRED)),
+    Detector("dotnet-directoryentry-password", "Literal password in a .NET DirectoryEntry constructor",
+             (b"directoryentry",), _find(_DIRENTRY)),
+)
