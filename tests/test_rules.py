@@ -179,3 +179,66 @@ def test_vendor_prefix_leaves_malformed_token_to_its_rule(full_engine):
     body = "a0B1c2D3e4F5g6H7i8J9k0L1m2"
     assert full_engine.scan(f'GITHUB_API_KEY = "ghp_{body}"\n'.encode(), "a.py") == []
     assert [f.rule_id for f in full_engine.scan(f'SERVICE_API_KEY = "zq_{body}"\n'.encode(), "a.py")] == ["generic-api-key"]
+
+
+# The assignment fragment every keyword-anchored rule shares verbatim after `(?i:NAME)[...]{0,24}`.
+ASSIGN = (r'''(?:\\?[\"']?(?:\]|\[[0-9]*\])?[ \t]*(?:=>|:{1,3}=|[?.+]?=|[:,]|>(?:[ \t]*\r?\n)?)'''
+          r'''|(?:[ \t]*:[ \t]*|[ \t]+)[&*]?[A-Za-z][0-9A-Za-z_.<>\[\]*]{0,24}[ \t]*:?=)'''
+          r'''[ \t]*\\?[\"'\x60]?''')
+_NARROW = r'''[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'\x60]?'''
+
+# Assignment shapes of real code and configuration; N is the variable name, V the value.
+SHAPES = {
+    "python": "N = 'V'", "ini": "N=V", "yaml": "N: V", "json": '{\n  "N": "V"\n}',
+    "json-escaped": '{"config.ini": "N=V\\nDEBUG=true"}', "json-in-string": '"{\\"N\\": \\"V\\"}"',
+    "go-short": "N := `V`", "go-var-typed": 'var N string = "V"', "kotlin-typed": 'val N: String = "V"',
+    "rust-typed": 'const N: &str = "V";', "java": 'private static final String N = "V";',
+    "php-concat": '$N .= "V";', "php-array": "$config['N'] = 'V';", "c-array": 'char N[] = "V";',
+    "comma": 'System.setProperty("N", "V");', "getenv-default": 'os.getenv("N", "V")',
+    "logstash": '  "N" => "V"', "make-simple": "N := V", "make-shell": "N ::= V",
+    "make-evaluated": "N :::= V", "make-conditional": "N ?= V", "shell-append": 'N+="V"',
+    "xml-element": "<N>V</N>", "xml-multiline": "<N>\n    V\n</N>",
+}
+# (rule id, variable name, a fake value of the vendor's format)
+VENDOR_VALUES = [
+    ("fastly-api-token", "fastlyApiToken", "a0B1c2D3e4F5g6H7_i8J9k0L1m2N3-o4"),
+    ("cisco-meraki-api-key", "MERAKI_API_KEY", "0a1b2c3d4e5f67890a1b2c3d4e5f67890a1b2c3d"),
+    ("heroku-api-key", "heroku_api_key", "0a1b2c3d-4e5f-6789-0a1b-2c3d4e5f6789"),
+    ("messagebird-api-token", "MessageBirdKey", "a0B1c2D3e4F5g6H7i8J9k0L1m"),
+    ("generic-api-key", "SERVICE_API_KEY", "Zq7Rt2Lm9Xw4Kp8Vn3Hs6Jd1Fb5Gc0Ty"),
+]
+PLACEHOLDERS = ["${FASTLY_API_TOKEN}", "<your-token>", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                "your_api_key_here_0123456789"]
+
+
+def test_keyword_rules_share_one_assignment_fragment():
+    """No rule keeps the old narrow operator group (`=`, `:`, `=>`, `:=` only): the languages'
+    shapes are fixed in one place, the shared fragment."""
+    narrow = [r.id for r in RULES.rules if r.regex and _NARROW in r.regex]
+    shared = [r.id for r in RULES.rules if r.regex and ASSIGN in r.regex]
+    assert narrow == [] and len(shared) >= 120
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_assignment_shapes_found_for_vendor_rules(full_engine, shape):
+    """Each language's assignment shape yields the vendor rule's finding on the value."""
+    for rule_id, name, value in VENDOR_VALUES:
+        text = SHAPES[shape].replace("N", name).replace("V", value)
+        found = [(f.rule_id, f.redacted) for f in full_engine.scan(text.encode(), "src/app.cfg")]
+        assert [r for r, _ in found] == [rule_id], (rule_id, shape, found)
+        assert value not in repr(found)  # never printed in full
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_assignment_shapes_reject_placeholders(full_engine, shape):
+    for ph in PLACEHOLDERS:
+        for _, name, _ in VENDOR_VALUES:
+            text = SHAPES[shape].replace("N", name).replace("V", ph)
+            assert full_engine.scan(text.encode(), "src/app.cfg") == [], (shape, name, ph)
+
+
+def test_assignment_shapes_not_attribute_or_arrow_noise(full_engine):
+    """A typed declaration needs an unquoted name: an HTML attribute after a quoted name
+    (`name="authenticity_token" value="…"`, a CSRF token) is not one."""
+    html = '<input type="hidden" name="authenticity_token" value="7Sq-Ab1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1v" />'
+    assert full_engine.scan(html.encode(), "app/views/form.html") == []
