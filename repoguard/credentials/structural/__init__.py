@@ -34,9 +34,10 @@ class Detector:
 def all_detectors() -> tuple[Detector, ...]:
     """Every structural detector, in a fixed order (ids are unique)."""
     from repoguard.credentials.structural import (config_files, connection_strings, http_auth, jwt,
-                                                  kubernetes, private_keys, urls)
+                                                  keyword_context, kubernetes, private_keys, urls)
     out: list[Detector] = []
-    for mod in (urls, http_auth, config_files, kubernetes, connection_strings, private_keys, jwt):
+    for mod in (urls, http_auth, config_files, kubernetes, connection_strings, private_keys, jwt,
+                keyword_context):
         out += mod.DETECTORS
     assert len({d.id for d in out}) == len(out)
     return tuple(out)

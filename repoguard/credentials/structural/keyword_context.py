@@ -1,0 +1,352 @@
+"""A secret word next to a random-looking value, whatever the vendor: `<name with key/secret/
+token/...> <separator> <random token>`, as API keys appear in code and configuration.
+
+Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `acme_api_key`,
+`acmeSecretKey`, `ACME.TOKEN`):
+- assignments and mappings: `NAME = "v"`, `NAME: v`, `"name": "v"`, `NAME => 'v'`, `name := "v"`,
+  env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key;
+- CLI flags: `--api-key v`, `--token=v`;
+- phrases and comments: `acme secret v`, `acme private access key v` (only secret words may
+  stand between the keyword and the value);
+- glued names: `acme-secret-<v>`, `acmeToken.<v>`.
+
+The value is a run of token characters (`[A-Za-z0-9+/_=~.-]`) that must look random
+(`random_token`): 16–400 characters with a letter and a digit; Shannon entropy (bits per
+character, H = −Σ p log₂ p [Shannon 1948]) at least 0.75·log₂ min(length, alphabet) where the
+alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not a placeholder
+(`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
+example UUID), a repetition, an identifier made of words (`AccessTokenProvider2`,
+`SECRET_KEY_2024`), a dotted name or version, or a file/URL path.
+
+The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
+`key_path`, `secret_name`, `token_type`), public keys (`public_key`, `publishable_key`),
+lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`) and words that
+merely contain a keyword (`keyboard`, `monkey`, `author`, `tokenizer`, `accessor`) are skipped.
+
+Findings use the rule id `generic-keyword-context` (a generic rule: medium severity, and any
+vendor rule or other structural detector claiming the same span wins; a value starting with a
+vendor's prefix is left to that vendor's rule).
+
+Speed: a file is parsed only when its text matches `SHAPE` (keyword, separator, then a digit
+within the next 25 token characters); with Hyperscan that test is one pass of a compiled
+database, else RE2.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import math
+import re
+from collections import Counter
+from typing import Iterator
+
+import re2
+
+from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.placeholders import is_placeholder
+
+try:  # pragma: no branch
+    import hyperscan
+except ImportError:  # pragma: no cover
+    hyperscan = None
+
+KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
+            b"credential", b"auth", b"access", b"private", b"key")
+_KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
+# keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
+# words, then a value with a digit in its first 25 characters.
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\"'`\])]{0,2}[ \t]*(?:=>|:=|=|:|,|\(|[ \t])[ \t]*"
+         rb"(?:\r?\n[ \t]*)?[\"'`(\[]{0,2}[ \t]*|[-_.])(?:[a-z]{2,16}[ \t]+){0,2}"
+         rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
+_KW_RE = re2.compile(rb"(?i)" + _KW)
+_NOUN_RE = re2.compile(rb"(?i)secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|key")
+_SHAPE_RE = re2.compile(rb"(?i)" + SHAPE)
+
+_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAMECH = _ALNUM | frozenset(b"_.-")
+_TOKCH = _ALNUM | frozenset(b"+/_=~.-")
+_SEP = frozenset(b" \t\"'`()[]\\")
+_OPS = frozenset(b"=:>")
+_HEX = frozenset(b"0123456789abcdefABCDEF-")
+_VOWELS = frozenset(b"aeiouAEIOU")
+
+# Words that contain a keyword but do not name a secret.
+_NOT_SECRET = (b"keyword", b"keyboard", b"keyfram", b"keycode", b"keypress", b"keydown", b"keyup",
+               b"keystroke", b"keyspace", b"keyval", b"keyerror", b"keypath", b"monkey", b"turkey",
+               b"hockey", b"donkey", b"jockey", b"whiskey", b"author", b"tokeniz", b"accessor",
+               b"accessib", b"accesslog", b"privatemode", b"passthrough", b"passage", b"bypass")
+# A name ending in one of these words holds something else than the secret itself.
+_NOT_VALUE = frozenset(
+    b"id ids uuid guid name names url urls uri uris host hostname domain endpoint endpoints path "
+    b"paths file files filename dir directory folder type types kind mode length len size count "
+    b"num number header headers prefix suffix field fields env var version format fmt algorithm "
+    b"algo alg method hash hashed digest checksum sha sha1 sha256 md5 fingerprint index idx ref "
+    b"label template regex pattern expiry expires expiration exp ttl timeout scope scopes column "
+    b"table attr attribute param params class cls provider store manager policy arn location region "
+    b"bucket topic queue cache schema spec test tests example sample icon color image date time "
+    b"ip address port user username login email owner account role group level status state "
+    b"sid pid uid ref rev revision commit tag branch key_id keyid lifetime limit max min".split())
+# Words before the keyword that make it a lookup or protocol value, not a credential.
+_NOT_CREDENTIAL = frozenset(
+    b"public pub publishable cache sort primary foreign partition hash range row lookup dict map "
+    b"unique composite idempotency dedup shard routing object page next continuation cursor csrf "
+    b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
+    b"property prop metric label event sequence resume ssh gpg pgp host known".split())
+_WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
+
+# Published, non-secret values (SHA-256): the Azure Storage emulator's account key
+# (learn.microsoft.com, "Azurite": the same key for every developer).
+_WELL_KNOWN = frozenset(("0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",))
+
+_hs_db = None
+
+
+def entropy(s: bytes) -> float:
+    """Shannon entropy of `s` in bits per character (0.0 for empty input)."""
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
+
+
+def _words(name: bytes) -> list[bytes]:
+    return [w.lower() for w in _WORD_SPLIT.findall(name)]
+
+
+def _sequence_fraction(s: bytes) -> float:
+    """Fraction of `s` in runs of ≥ 3 characters stepping by +1 or −1 (`abc`, `4321`)."""
+    if len(s) < 3:
+        return 0.0
+    covered = [False] * len(s)
+    for step in (1, -1):
+        run = 1
+        for i in range(1, len(s) + 1):
+            if i < len(s) and s[i] - s[i - 1] == step:
+                run += 1
+                continue
+            if run >= 3:
+                for k in range(i - run, i):
+                    covered[k] = True
+            run = 1
+    return sum(covered) / len(s)
+
+
+def _hand_typed(tok: bytes) -> bool:
+    """True for keyboard sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`) and repetitions."""
+    core = bytes(c for c in tok if c in _ALNUM)
+    if len(core) < 8:
+        return True
+    if _sequence_fraction(core) >= 0.4:
+        return True
+    digits = bytes(c for c in core if 48 <= c <= 57)
+    letters = bytes(c for c in core.lower() if 97 <= c <= 122)
+    for part in (digits, letters):
+        if len(part) >= 8 and _sequence_fraction(part) >= 0.6:
+            return True
+    n = len(core)
+    for p in range(1, n // 2 + 1):  # periodic: `abc123abc123`
+        if core[p:] == core[:n - p]:
+            return True
+    return re.search(rb"(.)\1\1\1", core) is not None
+
+
+def _pronounceable(word: bytes) -> bool:
+    low = word.lower()
+    vowels = sum(c in b"aeiouy" for c in low)
+    return vowels >= 0.2 * len(low) and re.search(rb"[^aeiouy]{5}", low) is None
+
+
+def _identifier_like(tok: bytes) -> bool:
+    """True when `tok` reads as words (a name or path segment), e.g. `AccessTokenProvider2`,
+    `SECRET_KEY_2024`, `xchacha20poly1305_keygen`: split at case changes, digits and
+    punctuation, its pieces are few (≥ 3.5 characters each on average) and ≥ 70 % of its
+    letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
+    unpronounceable pieces)."""
+    segs = [p for p in re.split(rb"[_.-]+", tok) if p]
+    if len(segs) >= 2 and sum(_namelike(p) for p in segs) > 0.6 * len(segs):
+        return True
+    words = _WORD_SPLIT.findall(tok)
+    letters = sum(len(w) for w in words if not w.isdigit())
+    if not letters:
+        return True
+    if len(tok) / len(words) < 3.5:
+        return False
+    wordy = sum(len(w) for w in words if len(w) >= 3 and not w.isdigit() and _pronounceable(w))
+    return wordy >= 0.7 * letters
+
+
+def _path_or_dotted(tok: bytes) -> bool:
+    """A file/URL path (`a/b/c.txt`), a dotted name (`com.acme.Auth2`) or a version (`1.2.3-rc1`)."""
+    if tok[:1] in (b"/", b".", b"~"):
+        return True
+    for sep in (b"/", b"."):
+        parts = [p for p in tok.split(sep) if p]
+        if len(parts) >= 2 and all(p.isdigit() or _identifier_like(p) or len(p) <= 4 for p in parts):
+            return True
+    return False
+
+
+def _decodes_to_text(tok: bytes) -> bool:
+    """True when `tok` is base64 of printable text (`dGhlIHNhbXBsZQ==`: a sample, not a key)."""
+    if len(tok) % 4 or not re.fullmatch(rb"[A-Za-z0-9+/]+={0,2}", tok):
+        return False
+    try:
+        raw = base64.b64decode(tok, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return bool(raw) and sum(32 <= c < 127 for c in raw) >= 0.95 * len(raw)
+
+
+def random_token(tok: bytes) -> bool:
+    """True when `tok` (token characters only) looks like a generated secret (see the module
+    docstring for the tests)."""
+    n = len(tok)
+    if n < 16 or n > 2048:
+        return False
+    if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
+        return False
+    if _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) or _identifier_like(tok):
+        return False
+    if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
+        return False
+    core = bytes(c for c in tok if c in _ALNUM)
+    if all(c in _HEX for c in tok):
+        alphabet = 16
+    elif core == core.lower() or core == core.upper():
+        alphabet = 36
+    else:
+        alphabet = 64
+    return entropy(tok) >= 0.75 * math.log2(min(len(core), alphabet))
+
+
+def _name_means_secret(name: bytes, kw: bytes) -> bool:
+    low = name.lower()
+    if any(w in low for w in _NOT_SECRET):
+        return False
+    words = _words(name)
+    if not words:
+        return False
+    if words[-1] in _NOT_VALUE or (len(words) >= 2 and words[-2] + words[-1] in _NOT_VALUE):
+        return False
+    try:
+        k = next(i for i, w in enumerate(words) if kw in w)
+    except StopIteration:
+        k = len(words)
+    return not any(w in _NOT_CREDENTIAL for w in words[max(0, k - 2):k + 1])
+
+
+def _scan_run(data: bytes, i: int, chars: frozenset) -> int:
+    n = len(data)
+    while i < n and data[i] in chars:
+        i += 1
+    return i
+
+
+def _namelike(seg: bytes) -> bool:
+    """A word of a name (letters, at most two trailing digits), not a value."""
+    core = seg.rstrip(b"0123456789")
+    return bool(core) and core.isalpha() and len(seg) - len(core) <= 2 and len(seg) <= 32
+
+
+def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None:
+    """(value start, value end, the name before it) for the keyword at data[ks:ke], or None."""
+    n = len(data)
+    s = ks
+    while s > 0 and ks - s < 48 and data[s - 1] in _NAMECH:
+        s -= 1
+    i, hops = ke, 0
+    name_end = ke
+    while True:
+        # The rest of a glued name: word segments joined by _ - . (a segment with a digit inside
+        # a glued run starts the value: `acme-secret-9f3a...`).
+        while True:
+            j = _scan_run(data, i, _ALNUM)
+            seg = data[i:j]
+            if i > ke and data[i - 1] in b"-_.":
+                e = _scan_run(data, i, _TOKCH)
+                if e - i >= 16 and random_token(data[i:e]):
+                    return i, e, data[s:name_end]
+            if seg and not _namelike(seg):
+                return None
+            i = name_end = j
+            if i + 1 < n and data[i] in b"-_." and data[i + 1] in _ALNUM:
+                i += 1
+                continue
+            break
+        j, op, nl = i, False, 0
+        while j < n and j - i <= 40:
+            c = data[j]
+            if c in _SEP:
+                pass
+            elif c in _OPS:
+                op = True
+            elif c == 10 and nl == 0:
+                nl = 1
+            elif c != 13:
+                break
+            j += 1
+        if j == i or j >= n or data[j] not in _ALNUM:
+            return None
+        if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
+            return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
+        e = _scan_run(data, j, _TOKCH)
+        if e - j >= 16 and random_token(data[j:e]):
+            return j, e, data[s:name_end]
+        k = _scan_run(data, j, _ALNUM)
+        seg = data[j:k]
+        if _namelike(seg) and hops < 2:
+            low = seg.lower()
+            secretish = _KW_RE.search(seg) is not None and not any(w in low for w in _NOT_SECRET)
+            if (not op and (secretish or low in _HOP_AFTER_SPACE)) or (op and low in (b"bearer", b"basic", b"token")):
+                i, hops = k, hops + 1
+                if secretish:
+                    name_end = k
+                continue
+            return None
+        return j, _scan_run(data, j, _TOKCH), data[s:name_end]
+
+
+def _has_shape(data: bytes) -> bool:
+    global _hs_db
+    if hyperscan is None:
+        return _SHAPE_RE.search(data) is not None
+    if _hs_db is None:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[SHAPE], ids=[0], elements=1,
+                   flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH])
+        _hs_db = db
+    hit: list[int] = []
+    _hs_db.scan(data, match_event_handler=lambda *a: hit.append(1))
+    return bool(hit)
+
+
+def find(data: bytes, path: str) -> Iterator[Hit]:
+    """Hits (value span, value) for random-looking values after a secret name in `data`."""
+    if not _has_shape(data):
+        return
+    pos, n = 0, len(data)
+    while pos < n:
+        m = _SHAPE_RE.search(data, pos)
+        if m is None:
+            return
+        km = _KW_RE.match(data, m.start())
+        ks, ke = km.start(), km.end()
+        pos = ke
+        got = _value_after(data, ks, ke)
+        if got is None:
+            continue
+        a, b, name = got
+        if data[b:b + 1] in (b"(", b"[") or data[b - 3:b] == b"...":
+            continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample (`eyJ...`)
+        while b > a and data[b - 1] in b".-_~":
+            b -= 1
+        tok = data[a:b]
+        if not random_token(tok) or not _name_means_secret(name, data[ks:ke].lower()):
+            continue
+        yield Hit(a, b, tok)
+        pos = b
+
+
+DETECTORS = (Detector("generic-keyword-context",
+                      "Random-looking value next to a secret word (key, secret, token, password...)",
+                      KEYWORDS, find),)
