@@ -56,7 +56,7 @@ KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", 
 _KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
 # keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
 # words, then a value with a digit in its first 25 characters.
-SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\"'`\])]{0,2}[ \t]*(?:=>|:=|=|:|,|\(|[ \t])[ \t]*"
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\"'`\])]{0,2}[ \t]*(?:=>|:=|=|:|,|\(|[ \t]|\r?\n)[ \t]*"
          rb"(?:\r?\n[ \t]*)?[\"'`(\[]{0,2}[ \t]*|[-_.])(?:[a-z]{2,16}[ \t]+){0,2}"
          rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
 _KW_RE = re2.compile(rb"(?i)" + _KW)
@@ -163,7 +163,7 @@ def _identifier_like(tok: bytes) -> bool:
     letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
     unpronounceable pieces)."""
     segs = [p for p in re.split(rb"[_.-]+", tok) if p]
-    if len(segs) >= 2 and sum(_namelike(p) for p in segs) > 0.6 * len(segs):
+    if len(segs) >= 2 and sum(len(p) for p in segs if _namelike(p)) > 0.6 * sum(map(len, segs)):
         return True
     words = _WORD_SPLIT.findall(tok)
     letters = sum(len(w) for w in words if not w.isdigit())
@@ -210,7 +210,7 @@ def random_token(tok: bytes) -> bool:
     if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
         return False
     core = bytes(c for c in tok if c in _ALNUM)
-    if all(c in _HEX for c in tok):
+    if all(c in _HEX for c in core):
         alphabet = 16
     elif core == core.lower() or core == core.upper():
         alphabet = 36
@@ -262,11 +262,11 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         while True:
             j = _scan_run(data, i, _ALNUM)
             seg = data[i:j]
-            if i > ke and data[i - 1] in b"-_.":
-                e = _scan_run(data, i, _TOKCH)
-                if e - i >= 16 and random_token(data[i:e]):
-                    return i, e, data[s:name_end]
             if seg and not _namelike(seg):
+                if i > ke and data[i - 1] in b"-_.":
+                    e = _scan_run(data, i, _TOKCH)
+                    if e - i >= 16 and random_token(data[i:e]):
+                        return i, e, data[s:name_end]
                 return None
             i = name_end = j
             if i + 1 < n and data[i] in b"-_." and data[i + 1] in _ALNUM:
@@ -278,8 +278,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             c = data[j]
             if c in _SEP:
                 pass
-            elif c in _OPS:
-                op = True
+            elif c in _OPS or (c == 44 and data[i:i + 1] in (b"'", b'"')):
+                op = True  # `=`, `:`, `=>`; `,` between a quoted name and its value
             elif c == 10 and nl == 0:
                 nl = 1
             elif c != 13:
