@@ -249,7 +249,9 @@ def _namelike(seg: bytes) -> bool:
 
 
 def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None:
-    """(value start, value end, the name before it) for the keyword at data[ks:ke], or None."""
+    """(value start, value end, the name before it) for the keyword at data[ks:ke], or None.
+    A bare `key` assigned a value (`key: v`, `"key": "v"`) is a mapping's key (Kubernetes
+    selectors, i18n tables, test vectors), not a credential's name: None."""
     n = len(data)
     s = ks
     while s > 0 and ks - s < 48 and data[s - 1] in _NAMECH:
@@ -289,6 +291,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             return None
         if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
+        if op and data[s:name_end].lower() == b"key":
+            return None
         e = _scan_run(data, j, _TOKCH)
         if e - j >= 16 and random_token(data[j:e]):
             return j, e, data[s:name_end]
