@@ -74,7 +74,7 @@ _VOWELS = frozenset(b"aeiouAEIOU")
 # Words that contain a keyword but do not name a secret.
 _NOT_SECRET = (b"keyword", b"keyboard", b"keyfram", b"keycode", b"keypress", b"keydown", b"keyup",
                b"keystroke", b"keyspace", b"keyval", b"keyerror", b"keypath", b"monkey", b"turkey",
-               b"hockey", b"donkey", b"jockey", b"whiskey", b"author", b"tokeniz", b"accessor",
+               b"hockey", b"donkey", b"jockey", b"whiskey", b"author", b"tokeniz", b"tiktoken", b"accessor",
                b"accessib", b"accesslog", b"privatemode", b"passthrough", b"passage", b"bypass")
 # A name ending in one of these words holds something else than the secret itself.
 _NOT_VALUE = frozenset(
@@ -93,6 +93,7 @@ _NOT_CREDENTIAL = frozenset(
     b"unique composite idempotency dedup shard routing object page next continuation cursor csrf "
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
     b"property prop metric label event sequence resume ssh gpg pgp host known".split())
+_VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 
@@ -205,7 +206,7 @@ def random_token(tok: bytes) -> bool:
         return False
     if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
         return False
-    if _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) or _identifier_like(tok):
+    if _VERSION.match(tok) or _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) or _identifier_like(tok):
         return False
     if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
         return False
@@ -242,6 +243,16 @@ def _scan_run(data: bytes, i: int, chars: frozenset) -> int:
     return i
 
 
+def _value_end(data: bytes, j: int) -> int:
+    """End of the value starting at `j`: token characters, with `=` only as trailing padding
+    (`a=b` inside a run is an assignment or a query string, not one value)."""
+    e = _scan_run(data, j, _TOKCH)
+    eq = data.find(b"=", j, e)
+    if eq >= 0 and data[eq:e].strip(b"="):
+        return eq
+    return e
+
+
 def _namelike(seg: bytes) -> bool:
     """A word of a name (letters, at most two trailing digits), not a value."""
     core = seg.rstrip(b"0123456789")
@@ -256,6 +267,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
     s = ks
     while s > 0 and ks - s < 48 and data[s - 1] in _NAMECH:
         s -= 1
+    if data[s - 1:s] in (b"/", b"+") or sum(48 <= c <= 57 for c in data[s:ke]) > 4:
+        return None  # inside a URL path or a base64 blob, or a generated name, not a secret's name
     i, hops = ke, 0
     name_end = ke
     while True:
@@ -266,7 +279,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             seg = data[i:j]
             if seg and not _namelike(seg):
                 if i > ke and data[i - 1] in b"-_.":
-                    e = _scan_run(data, i, _TOKCH)
+                    e = _value_end(data, i)
                     if e - i >= 16 and random_token(data[i:e]):
                         return i, e, data[s:name_end]
                 return None
@@ -293,7 +306,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
         if op and data[s:name_end].lower() == b"key":
             return None
-        e = _scan_run(data, j, _TOKCH)
+        e = _value_end(data, j)
         if e - j >= 16 and random_token(data[j:e]):
             return j, e, data[s:name_end]
         k = _scan_run(data, j, _ALNUM)
@@ -307,7 +320,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
                     name_end = k
                 continue
             return None
-        return j, _scan_run(data, j, _TOKCH), data[s:name_end]
+        return j, _value_end(data, j), data[s:name_end]
 
 
 def _shape_db():
