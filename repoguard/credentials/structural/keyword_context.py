@@ -56,8 +56,8 @@ KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", 
 _KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
 # keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
 # words, then a value with a digit in its first 25 characters.
-SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\"'`\])]{0,2}[ \t]*(?:=>|:=|=|:|,|\(|[ \t]|\r?\n)[ \t]*"
-         rb"(?:\r?\n[ \t]*)?[\"'`(\[]{0,2}[ \t]*|[-_.])(?:[a-z]{2,16}[ \t]+){0,2}"
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|[ \t]|\r?\n)[ \t]*"
+         rb"(?:\r?\n[ \t]*)?[\\\"'`(\[]{0,3}[ \t]*|[-_.])(?:[a-z]{2,16}[ \t]+){0,2}"
          rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
 _KW_RE = re2.compile(rb"(?i)" + _KW)
 _NOUN_RE = re2.compile(rb"(?i)secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|key")
@@ -100,6 +100,9 @@ _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 # Published, non-secret values (SHA-256): the Azure Storage emulator's account key
 # (learn.microsoft.com, "Azurite": the same key for every developer).
 _WELL_KNOWN = frozenset(("0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",))
+
+# RFC 4122's example UUID (123e4567-e89b-12d3-a456-426614174000) and its hand-edited variants.
+_SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
 
 _hs_db = None
 
@@ -148,7 +151,7 @@ def _hand_typed(tok: bytes) -> bool:
     for p in range(1, n // 2 + 1):  # periodic: `abc123abc123`
         if core[p:] == core[:n - p]:
             return True
-    return re.search(rb"(.)\1\1\1", core) is not None
+    return re.search(rb"(.)\1{4}", core) is not None or tok.lower().startswith(_SAMPLE_UUID)
 
 
 def _pronounceable(word: bytes) -> bool:
