@@ -191,14 +191,18 @@ def _path_or_dotted(tok: bytes) -> bool:
 
 
 def _decodes_to_text(tok: bytes) -> bool:
-    """True when `tok` is base64 of printable text (`dGhlIHNhbXBsZQ==`: a sample, not a key)."""
+    """True when `tok` is base64 of printable text with spaces or words (`dGhlIHNhbXBsZQ==`,
+    "the sample"), not of random bytes or a random printable string."""
     if len(tok) % 4 or not re.fullmatch(rb"[A-Za-z0-9+/]+={0,2}", tok):
         return False
     try:
         raw = base64.b64decode(tok, validate=True)
     except (binascii.Error, ValueError):
         return False
-    return bool(raw) and sum(32 <= c < 127 for c in raw) >= 0.95 * len(raw)
+    if not raw or sum(32 <= c < 127 for c in raw) < 0.95 * len(raw):
+        return False
+    # Text has spaces or words; base64 of a random printable key (`Xk29fQ...`) is still a key.
+    return b" " in raw or _identifier_like(bytes(c for c in raw if c in _ALNUM))
 
 
 def random_token(tok: bytes) -> bool:
