@@ -6,6 +6,8 @@ Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `a
 - assignments and mappings: `NAME = "v"`, `NAME: v`, `"name": "v"`, `NAME => 'v'`, `name := "v"`,
   env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key;
 - CLI flags: `--api-key v`, `--token=v`;
+- XML: `<apiKey>v</apiKey>`, .NET `<add key="ApiKey" value="v"/>`; Terraform
+  `variable "acme_token" { default = "v" }`;
 - phrases and comments: `acme secret v`, `acme private access key v` (only secret words may
   stand between the keyword and the value);
 - glued names: `acme-secret-<v>`, `acmeToken.<v>`.
@@ -56,9 +58,12 @@ KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", 
 _KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
 # keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
 # words, then a value with a digit in its first 25 characters.
-SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|[ \t]|\r?\n)[ \t]*"
-         rb"(?:\r?\n[ \t]*)?[\\\"'`(\[]{0,3}[ \t]*|[-_.])(?:[a-z]{2,16}[ \t]+){0,2}"
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)[ \t]*"
+         rb"(?:\r?\n[ \t]*)?[\\\"'`(\[]{0,3}[ \t]*|[-_.]|[\"'][ \t]+value[ \t]*=[ \t]*[\"']"
+         rb"|[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\")(?:[a-z]{2,16}[ \t]+){0,2}"
          rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
+# Terraform `variable "acme_token" {\n  default = "v"`: the block's default is the value.
+_TF_DEFAULT = re.compile(rb"[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\"")
 _KW_RE = re2.compile(rb"(?i)" + _KW)
 _NOUN_RE = re2.compile(rb"(?i)secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|key")
 _SHAPE_RE = re2.compile(rb"(?i)" + SHAPE)
@@ -67,7 +72,7 @@ _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _NAMECH = _ALNUM | frozenset(b"_.-")
 _TOKCH = _ALNUM | frozenset(b"+/_=~.-")
 _SEP = frozenset(b" \t\"'`()[]\\")
-_OPS = frozenset(b"=:>")
+_OPS = frozenset(b"=:>")  # `=`, `:`, `=>`, and `>` closing an XML tag (`<apiKey>v</apiKey>`)
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
 _VOWELS = frozenset(b"aeiouAEIOU")
 
@@ -94,6 +99,7 @@ _NOT_CREDENTIAL = frozenset(
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
     b"property prop metric label event sequence resume ssh gpg pgp host known recv".split())
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
+_FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
 _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
@@ -102,8 +108,10 @@ _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 # Published, non-secret values (SHA-256 of each): the Azure Storage emulator's account key
 # (learn.microsoft.com, "Azurite": the same key for every developer); the example consumer key,
 # token and signature of RFC 5849 §3.5.1 and the example access and refresh tokens of
-# RFC 6749 §4.1.4 (copied into OAuth libraries' docs and tests).
+# RFC 6749 §4.1.4 (copied into OAuth libraries' docs and tests); OpenSSL's FIPS module
+# integrity key (FIPS_KEY_STRING in fipskey.h, the same in every build).
 _WELL_KNOWN = frozenset((
+    "d0720d84879472284611dc023d47fc39cf655d377117a9fb879c7da7ec807e6b",
     "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
     "8d567eb88afff34f31ab97fbb2731e582703bdeaf3c92b989cf568e0b23cef31",
     "9d03b692e941d5ace207a9f8048834439f6de98e5c6c1590c22c4f4577c88a42",
@@ -194,7 +202,7 @@ def _identifier_like(tok: bytes) -> bool:
 
 def _path_or_dotted(tok: bytes) -> bool:
     """A file/URL path (`a/b/c.txt`), a dotted name (`com.acme.Auth2`) or a version (`1.2.3-rc1`)."""
-    if tok[:1] in (b"/", b".", b"~"):
+    if tok[:1] in (b"/", b".", b"~") or (b"/" in tok and _FILE_EXT.search(tok)):
         return True
     for sep in (b"/", b"."):
         parts = [p for p in tok.split(sep) if p]
@@ -251,11 +259,21 @@ def _name_means_secret(name: bytes, kw: bytes) -> bool:
         return False
     if words[-1] in _NOT_VALUE or (len(words) >= 2 and words[-2] + words[-1] in _NOT_VALUE):
         return False
+    nouns = [i for i, w in enumerate(words) if _NOUN_RE.search(w)]
+    if nouns and any(w in _NOT_VALUE for w in words[nouns[-1] + 1:]):
+        return False  # `aws_access_key_id_backfill`, `token_url_v2`: the secret's id/url, not it
     try:
         k = next(i for i, w in enumerate(words) if kw in w)
     except StopIteration:
         k = len(words)
     return not any(w in _NOT_CREDENTIAL for w in words[max(0, k - 2):k + 1])
+
+
+def _mirrors(name: bytes, tok: bytes) -> bool:
+    """True when the value repeats its own name (`#define X_KEY_BAG "XKeyBag"`): a name, not a secret."""
+    n = bytes(c for c in name.lower() if c in _ALNUM)
+    t = bytes(c for c in tok.lower() if c in _ALNUM)
+    return len(t) >= 8 and any(t[i:i + 8] in n for i in range(len(t) - 7))
 
 
 def _scan_run(data: bytes, i: int, chars: frozenset) -> int:
@@ -311,7 +329,10 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
                 continue
             break
         j, op, nl = i, False, 0
-        while j < n and j - i <= 40:
+        tf = _TF_DEFAULT.match(data, i)
+        if tf:
+            j, op = tf.end(), True
+        while j < n and j - i <= 40 and not tf:
             c = data[j]
             if c in _SEP:
                 pass
@@ -327,6 +348,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         gap = data[i:j]
         if (b")" in gap or b"," in gap) and (not op or b"\n" in gap):
             return None  # `f(x, key)\n'value'`, a list of strings: not an assignment
+        if b"(" in gap and not op and not gap.startswith(b"("):
+            return None  # `#define X_KEY (BASE + 1)`: a macro or expression, not a call
         if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
         if op and data[s:name_end].lower() == b"key":
@@ -410,7 +433,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
             while b > a and data[b - 1] in b".-_~":
                 b -= 1
             tok = data[a:b]
-            if not random_token(tok) or not _name_means_secret(name, data[ks:ke].lower()):
+            if not random_token(tok) or not _name_means_secret(name, data[ks:ke].lower()) \
+                    or _mirrors(name, tok):
                 continue
             yield Hit(a, b, tok)
             lo = pos = b
