@@ -60,6 +60,9 @@ def covers(findings, text: str, value: str) -> bool:
     ('payload = "{{\\"acmeSecret\\":\\"{v}\\"}}"\n', "app/client.py"),
     ("ACME_KEY => '{v}',\n", "config/app.php"),
     ('acmeToken := "{v}"\n', "cmd/main.go"),
+    ("<acmeApiKey>{v}</acmeApiKey>\n", "config/settings.xml"),
+    ('<add key="AcmeApiKey" value="{v}" />\n', "web.config"),
+    ('variable "acme_api_token" {{\n  default = "{v}"\n}}\n', "infra/vars.tf"),
 ])
 @pytest.mark.parametrize("alphabet, n", [(B62, 32), (string.hexdigits[:16], 40), (string.ascii_lowercase + string.digits, 36)])
 def test_true_positive_shapes(engine, shape, path, alphabet, n):
@@ -100,6 +103,12 @@ def test_vendor_name_and_secret_word_shapes(engine):
     "    py3.10-langchain-notiktoken-latest: ormsgpack==1.12.2\n",  # a word holding "token"
     "keyboard_layout = kbd_3f9a8b7c6d5e4f3a2b1c\n",         # a word holding "key"
     "private static final long serialVersionUID = 4611686018427387904L;\n",
+    '#define LN_pbe_WithSHA1And3_Key_TripleDES_CBC "pbeWithSHA1And3-KeyTripleDES-CBC"\n',  # its own name
+    "#define V4L2_CID_FORCE_KEY_FRAME (V4L2_CID_CODEC_BASE+229)\n",  # a macro expression
+    '"aws-secret-access-key-backfill": "scripts/backfill_s3.py",\n',  # a file path
+    "  >>> encipher('meet me at 8am', key)\n    'KFKLJJHF5MMMKTFRGPL'\n",  # doctest output
+    '    "Data2VecTextForTokenClassification",\n    "Data2VecTextModel2",\n',  # a list of names
+    "gpg --keyserver hkps://keys.openpgp.org --recv-keys 4ED778F539E3634C779C87C6D7062848A1AB005C\n",
 ])
 def test_false_positive_shapes(engine, text):
     assert not [f for f in found(engine, text) if f.rule_id == ID], text
