@@ -64,7 +64,8 @@ def covers(findings, text: str, value: str) -> bool:
     ('<add key="AcmeApiKey" value="{v}" />\n', "web.config"),
     ('variable "acme_api_token" {{\n  default = "{v}"\n}}\n', "infra/vars.tf"),
 ])
-@pytest.mark.parametrize("alphabet, n", [(B62, 32), (string.hexdigits[:16], 40), (string.ascii_lowercase + string.digits, 36)])
+@pytest.mark.parametrize("alphabet, n", [(B62, 32), (string.hexdigits[:16], 40),
+                                         (string.ascii_lowercase + string.digits, 36)])
 def test_true_positive_shapes(engine, shape, path, alphabet, n):
     v = tok(shape + alphabet, n, alphabet)
     text = shape.format(v=v)

@@ -13,7 +13,7 @@ Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `a
 - glued names: `acme-secret-<v>`, `acmeToken.<v>`.
 
 The value is a run of token characters (`[A-Za-z0-9+/_=~.-]`) that must look random
-(`random_token`): 16–400 characters with a letter and a digit; Shannon entropy (bits per
+(`random_token`): 16–2048 characters with a letter and a digit; Shannon entropy (bits per
 character, H = −Σ p log₂ p [Shannon 1948]) at least 0.75·log₂ min(length, alphabet) where the
 alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not a placeholder
 (`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
@@ -29,9 +29,10 @@ Findings use the rule id `generic-keyword-context` (a generic rule: medium sever
 vendor rule or other structural detector claiming the same span wins; a value starting with a
 vendor's prefix is left to that vendor's rule).
 
-Speed: a file is parsed only when its text matches `SHAPE` (keyword, separator, then a digit
-within the next 25 token characters); with Hyperscan that test is one pass of a compiled
-database, else RE2.
+Speed: SHAPE (keyword, separator, then a digit within the next 25 token characters) is found by
+one pass of a compiled Hyperscan database (cached on disk); RE2 and the Python checks then run
+only in the 256 bytes before each SHAPE match end (≈ 7 % of source files have one). Without
+Hyperscan, RE2 searches the whole text. About 1.5 ms per MB of source (≈ 5 % of a scan).
 """
 from __future__ import annotations
 
@@ -74,13 +75,12 @@ _TOKCH = _ALNUM | frozenset(b"+/_=~.-")
 _SEP = frozenset(b" \t\"'`()[]\\")
 _OPS = frozenset(b"=:>")  # `=`, `:`, `=>`, and `>` closing an XML tag (`<apiKey>v</apiKey>`)
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
-_VOWELS = frozenset(b"aeiouAEIOU")
 
 # Words that contain a keyword but do not name a secret.
-_NOT_SECRET = (b"keyword", b"keyboard", b"keyfram", b"keycode", b"keypress", b"keydown", b"keyup",
-               b"keystroke", b"keyspace", b"keyval", b"keyerror", b"keypath", b"monkey", b"turkey",
-               b"hockey", b"donkey", b"jockey", b"whiskey", b"author", b"tokeniz", b"tiktoken", b"accessor",
-               b"accessib", b"accesslog", b"privatemode", b"keyserver", b"keyid", b"passthrough", b"passage", b"bypass")
+_NOT_SECRET = tuple(
+    b"keyword keyboard keyfram keycode keypress keydown keyup keystroke keyspace keyval keyerror "
+    b"keypath keyserver keyid monkey turkey hockey donkey jockey whiskey author tokeniz tiktoken "
+    b"accessor accessib accesslog privatemode passthrough passage bypass".split())
 # A name ending in one of these words holds something else than the secret itself.
 _NOT_VALUE = frozenset(
     b"id ids uuid guid name names url urls uri uris host hostname domain endpoint endpoints path "
@@ -105,11 +105,11 @@ _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 
-# Published, non-secret values (SHA-256 of each): the Azure Storage emulator's account key
-# (learn.microsoft.com, "Azurite": the same key for every developer); the example consumer key,
-# token and signature of RFC 5849 §3.5.1 and the example access and refresh tokens of
-# RFC 6749 §4.1.4 (copied into OAuth libraries' docs and tests); OpenSSL's FIPS module
-# integrity key (FIPS_KEY_STRING in fipskey.h, the same in every build).
+# Published, non-secret values (SHA-256 of each), in order: OpenSSL's FIPS module integrity key
+# (FIPS_KEY_STRING in fipskey.h, the same in every build); the Azure Storage emulator's account
+# key (learn.microsoft.com, "Azurite": the same for every developer); the example consumer key,
+# token and signature of RFC 5849 §3.5.1; the example access and refresh tokens of RFC 6749
+# §4.1.4 (copied into OAuth libraries' docs and tests).
 _WELL_KNOWN = frozenset((
     "d0720d84879472284611dc023d47fc39cf655d377117a9fb879c7da7ec807e6b",
     "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
@@ -236,7 +236,8 @@ def random_token(tok: bytes) -> bool:
         return False
     if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
         return False
-    if _VERSION.match(tok) or _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) or _identifier_like(tok):
+    if _VERSION.match(tok) or _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) \
+            or _identifier_like(tok):
         return False
     if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
         return False
@@ -362,7 +363,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         if _namelike(seg) and hops < 2:
             low = seg.lower()
             secretish = _KW_RE.search(seg) is not None and not any(w in low for w in _NOT_SECRET)
-            if (not op and (secretish or low in _HOP_AFTER_SPACE)) or (op and low in (b"bearer", b"basic", b"token")):
+            if (not op and (secretish or low in _HOP_AFTER_SPACE)) \
+                    or (op and low in (b"bearer", b"basic", b"token")):
                 i, hops = k, hops + 1
                 if secretish:
                     name_end = k
@@ -380,17 +382,18 @@ def _shape_db():
     from repoguard.artefacts import atomic_write_bytes, user_cache_dir
 
     flags = hyperscan.HS_FLAG_CASELESS
-    key = hashlib.sha256(repr((SHAPE, flags, getattr(hyperscan, "__version__", ""))).encode()).hexdigest()[:24]
+    ident = repr((SHAPE, flags, getattr(hyperscan, "__version__", ""))).encode()
+    key = hashlib.sha256(ident).hexdigest()[:24]
     path = user_cache_dir() / f"hs-keyword-context-{key}.db"
     try:
-        _hs_db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
-        _hs_db.scratch = hyperscan.Scratch(_hs_db)
-        return _hs_db
+        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)
+        _hs_db = db
+        return db
     except Exception:  # missing or unreadable cache: compile
         pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[SHAPE], ids=[0], elements=1,
-               flags=[flags])
+    db.compile(expressions=[SHAPE], ids=[0], elements=1, flags=[flags])
     try:
         atomic_write_bytes(path, hyperscan.dumpb(db))
     except OSError:
