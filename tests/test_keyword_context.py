@@ -109,6 +109,7 @@ def test_vendor_name_and_secret_word_shapes(engine):
     '"aws-secret-access-key-backfill": "scripts/backfill_s3.py",\n',  # a file path
     "  >>> encipher('meet me at 8am', key)\n    'KFKLJJHF5MMMKTFRGPL'\n",  # doctest output
     '    "Data2VecTextForTokenClassification",\n    "Data2VecTextModel2",\n',  # a list of names
+    "XMLSEC_EXPORT xmlSecKeyPtr       xmlSecNssAppPkcs12Load          (const char *f);\n",  # C decl
     "gpg --keyserver hkps://keys.openpgp.org --recv-keys 4ED778F539E3634C779C87C6D7062848A1AB005C\n",
 ])
 def test_false_positive_shapes(engine, text):
@@ -202,3 +203,18 @@ def test_linear_on_adversarial_input():
     t = time.perf_counter()
     list(kc.find(data, "x"))
     assert time.perf_counter() - t < 5.0
+
+
+def test_corrupt_database_cache_is_recompiled(tmp_path, monkeypatch):
+    """A damaged cached Hyperscan database is replaced, never trusted."""
+    if kc.hyperscan is None:
+        pytest.skip("needs Hyperscan")
+    monkeypatch.setenv("REPOGUARD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kc, "_hs_db", None)
+    kc._shape_db()
+    (cached,) = tmp_path.glob("hs-keyword-context-*.db")
+    cached.write_bytes(b"not a database")
+    monkeypatch.setattr(kc, "_hs_db", None)
+    v = tok("cache", 32)
+    assert [h.secret for h in kc.find(f"acme SECRET {v}\n".encode(), "a.py")] == [v.encode()]
+    assert cached.read_bytes() != b"not a database"

@@ -102,6 +102,8 @@ _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a vers
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
 _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
+_SYLLABLE = re.compile(rb"[aeiouAEIOU]")
+_CLUSTER = re.compile(rb"[^aeiouAEIOU]{4}")  # 4 consonants in a row: not an English word
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 
@@ -184,11 +186,13 @@ def _identifier_like(tok: bytes) -> bool:
     `SECRET_KEY_2024`, `xchacha20poly1305_keygen`: split at case changes, digits and
     punctuation, its pieces are few (≥ 3.5 characters each on average) and ≥ 70 % of its
     letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
-    unpronounceable pieces); or ≥ 60 % of it is capitalised words of ≥ 3 letters (CamelCase)."""
+    unpronounceable pieces); or ≥ 60 % of it is capitalised words of ≥ 3 letters with a vowel
+    and no 4 consonants in a row (CamelCase)."""
     segs = [p for p in re.split(rb"[_.-]+", tok) if p]
     if len(segs) >= 2 and sum(len(p) for p in segs if _namelike(p)) > 0.6 * sum(map(len, segs)):
         return True
-    if sum(len(w) for w in _CAMEL_WORD.findall(tok)) >= 0.6 * len(tok):
+    camel = [w for w in _CAMEL_WORD.findall(tok) if _SYLLABLE.search(w) and not _CLUSTER.search(w)]
+    if sum(map(len, camel)) >= 0.6 * len(tok):
         return True  # CamelCase: `T5Gemma2PreTrainedModel`, `Data2VecTextModel`
     words = _WORD_SPLIT.findall(tok)
     letters = sum(len(w) for w in words if not w.isdigit())
@@ -431,7 +435,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
             if got is None:
                 continue
             a, b, name = got
-            if data[b:b + 1] in (b"(", b"[") or data[b - 3:b] == b"...":
+            after = data[b:b + 64].lstrip(b" \t")[:1]
+            if after in (b"(", b"[") or data[b - 3:b] == b"...":
                 continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample
             while b > a and data[b - 1] in b".-_~":
                 b -= 1
