@@ -384,7 +384,7 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
-        if self._vendor_prefixes and _priority(r) == 2 and secret.startswith(self._vendor_prefixes):
+        if self._vendor_prefixes and _priority(r) >= 2 and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
@@ -492,7 +492,10 @@ def vendor_prefixes(rules) -> tuple[bytes, ...]:
 
 
 def _priority(rule: Rule) -> int:
-    """0 for a vendor rule, 1 for a structural detector, 2 for a generic rule."""
+    """0 for a vendor rule, 1 for a structural detector, 2 for a generic rule, 3 for the
+    keyword-context detector (the least specific: any other rule claiming its span wins)."""
+    if rule.id == "generic-keyword-context":
+        return 3
     if rule.id.startswith("generic") or rule.source.endswith("generic.toml"):
         return 2
     return 1 if rule.source == "structural" else 0

@@ -34,11 +34,12 @@ class Detector:
 def all_detectors() -> tuple[Detector, ...]:
     """Every structural detector, in a fixed order (ids are unique)."""
     from repoguard.credentials.structural import (config_files, connection_strings, http_auth,
-                                                  invocations, jwt, kubernetes, named_secrets,
-                                                  private_keys, urls)
+                                                  invocations, jwt, keyword_context, kubernetes,
+                                                  named_secrets, private_keys, urls)
     out: list[Detector] = []
+    # keyword_context last: the most generic; on a shared span the engine keeps the other finding
     for mod in (urls, http_auth, config_files, kubernetes, connection_strings, private_keys, jwt,
-                invocations, named_secrets):
+                invocations, named_secrets, keyword_context):
         out += mod.DETECTORS
     assert len({d.id for d in out}) == len(out)
     return tuple(out)
