@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import re2
 
+from repoguard.credentials.assign import ASSIGN  # the fragment keyword-anchored rules share verbatim
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.rules import RuleSet, default_rule_files, iter_examples, load_rules
 from repoguard.errors import InputError
@@ -181,10 +182,6 @@ def test_vendor_prefix_leaves_malformed_token_to_its_rule(full_engine):
     assert [f.rule_id for f in full_engine.scan(f'SERVICE_API_KEY = "zq_{body}"\n'.encode(), "a.py")] == ["generic-api-key"]
 
 
-# The assignment fragment every keyword-anchored rule shares verbatim after `(?i:NAME)[...]{0,24}`.
-ASSIGN = (r'''(?:\\?[\"']?(?:\]|\[[0-9]*\])?[ \t]*(?:=>|:{1,3}=|[?.+]?=|[:,]|>(?:[ \t]*\r?\n)?)'''
-          r'''|(?:[ \t]*:[ \t]*|[ \t]+)[&*]?[A-Za-z][0-9A-Za-z_.<>\[\]*]{0,24}[ \t]*:?=)'''
-          r'''[ \t]*\\?[\"'\x60]?''')
 _NARROW = r'''[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'\x60]?'''
 
 # Assignment shapes of real code and configuration; N is the variable name, V the value.
