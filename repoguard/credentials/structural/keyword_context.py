@@ -4,7 +4,11 @@ token/...> <separator> <random token>`, as API keys appear in code and configura
 Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `acme_api_key`,
 `acmeSecretKey`, `ACME.TOKEN`):
 - assignments and mappings: `NAME = "v"`, `NAME: v`, `"name": "v"`, `NAME => 'v'`, `name := "v"`,
-  env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key;
+  env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key, and every
+  shape of the rules' shared assignment fragment (`repoguard.credentials.assign.ASSIGN`): typed
+  declarations `var NAME string = "v"`, `NAME: &str = "v"`, `NAME[] = "v"`, Makefile
+  `::=`/`:::=`/`?=`, PHP `.=`, shell `+=`, `setProperty("NAME", "v")`, `<NAME>` then the value on
+  the next line;
 - CLI flags: `--api-key v`, `--token=v`;
 - XML: `<apiKey>v</apiKey>`, .NET `<add key="ApiKey" value="v"/>`; Terraform
   `variable "acme_token" { default = "v" }`;
