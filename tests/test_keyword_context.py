@@ -63,6 +63,18 @@ def covers(findings, text: str, value: str) -> bool:
     ("<acmeApiKey>{v}</acmeApiKey>\n", "config/settings.xml"),
     ('<add key="AcmeApiKey" value="{v}" />\n', "web.config"),
     ('variable "acme_api_token" {{\n  default = "{v}"\n}}\n', "infra/vars.tf"),
+    # the rules' shared assignment fragment (repoguard.credentials.assign.ASSIGN)
+    ('var acmeAuthToken string = "{v}"\n', "cmd/main.go"),
+    ('val acmeSecret: String = "{v}"\n', "app/Config.kt"),
+    ('const ACME_TOKEN: &str = "{v}";\n', "src/main.rs"),
+    ('char acme_secret[] = "{v}";\n', "src/config.c"),
+    ('$acme_api_key .= "{v}";\n', "config/app.php"),
+    ("ACME_SECRET ::= {v}\n", "Makefile"),
+    ("ACME_SECRET :::= {v}\n", "Makefile"),
+    ("ACME_API_TOKEN ?= {v}\n", "Makefile"),
+    ('ACME_TOKEN+="{v}"\n', "scripts/env.sh"),
+    ('System.setProperty("acme.api.secret", "{v}");\n', "src/Main.java"),
+    ("<acmeApiKey>\n    {v}\n</acmeApiKey>\n", "config/settings.xml"),
 ])
 @pytest.mark.parametrize("alphabet, n", [(B62, 32), (string.hexdigits[:16], 40),
                                          (string.ascii_lowercase + string.digits, 36)])
@@ -74,6 +86,29 @@ def test_true_positive_shapes(engine, shape, path, alphabet, n):
     # a more specific rule or detector may claim the span first (the engine keeps one finding)
     assert fs[0].rule_id in (ID, "generic-api-key", "generic-private-key-variable", "generic-hex-secret",
                              "dotnet-appsetting-secret", "terraform-variable-secret-default")
+
+
+ASSIGN_SHAPES = [
+    'var acmeAuthToken string = "{v}"\n', 'val acmeSecret: String = "{v}"\n',
+    'const ACME_TOKEN: &str = "{v}";\n', 'char acme_secret[] = "{v}";\n', '$acme_passwd .= "{v}";\n',
+    "ACME_SECRET ::= {v}\n", "ACME_SECRET :::= {v}\n", "ACME_PWD ?= {v}\n", 'ACME_TOKEN+="{v}"\n',
+    'System.setProperty("acme.api.secret", "{v}");\n', "<acmePassword>\n    {v}\n</acmePassword>\n",
+]
+
+
+@pytest.mark.parametrize("backend", ["hyperscan", "re2"])
+@pytest.mark.parametrize("shape", ASSIGN_SHAPES)
+def test_detector_knows_the_rules_assignment_fragment(monkeypatch, backend, shape):
+    """The detector on its own (no generic rule to claim the span first) finds the value in every
+    shape of the rules' shared assignment fragment, on both the Hyperscan and the RE2 path."""
+    if backend == "re2":
+        monkeypatch.setattr(kc, "hyperscan", None)
+    v = tok(shape)
+    text = shape.format(v=v).encode()
+    assert [h[2] for h in kc.find(text, "src/app.cfg")] == [v.encode()], shape
+    # the same shapes with a word or a placeholder as value stay quiet
+    for word in ("AcmeTokenProvider", "your_api_key_here_0123456789"):
+        assert list(kc.find(shape.format(v=word).encode(), "src/app.cfg")) == [], (shape, word)
 
 
 def test_vendor_name_and_secret_word_shapes(engine):

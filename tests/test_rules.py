@@ -2,11 +2,14 @@
 the rule file carries its own examples); rule loading, validation and gitleaks-config compatibility."""
 from __future__ import annotations
 
+import base64
+import hashlib
 from pathlib import Path
 
 import pytest
 import re2
 
+from repoguard.credentials.assign import ASSIGN  # the fragment keyword-anchored rules share verbatim
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.rules import RuleSet, default_rule_files, iter_examples, load_rules
 from repoguard.errors import InputError
@@ -181,10 +184,23 @@ def test_vendor_prefix_leaves_malformed_token_to_its_rule(full_engine):
     assert [f.rule_id for f in full_engine.scan(f'SERVICE_API_KEY = "zq_{body}"\n'.encode(), "a.py")] == ["generic-api-key"]
 
 
-# The assignment fragment every keyword-anchored rule shares verbatim after `(?i:NAME)[...]{0,24}`.
-ASSIGN = (r'''(?:\\?[\"']?(?:\]|\[[0-9]*\])?[ \t]*(?:=>|:{1,3}=|[?.+]?=|[:,]|>(?:[ \t]*\r?\n)?)'''
-          r'''|(?:[ \t]*:[ \t]*|[ \t]+)[&*]?[A-Za-z][0-9A-Za-z_.<>\[\]*]{0,24}[ \t]*:?=)'''
-          r'''[ \t]*\\?[\"'\x60]?''')
+def test_encoding_prefix_is_no_vendor_prefix(full_engine):
+    """`eyJ` (base64 of `{"`) starts the JWT rule but belongs to no vendor: a named random value
+    that starts with it and is no JWT (header, then no JSON payload) is still reported by the
+    generic rules; a signed JWT stays the JWT rule's."""
+    from repoguard.credentials.engine import vendor_prefixes
+    prefixes = vendor_prefixes(RULES.rules)
+    assert b"eyJ" not in prefixes and b"ghp_" in prefixes and b"eyJrIjoi" in prefixes
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256"}').rstrip(b"=").decode()
+    body = base64.urlsafe_b64encode(hashlib.sha512(b"not-a-jwt").digest()).rstrip(b"=").decode()
+    text = f'acme_api_key = "{header}.{body}"\n'
+    assert [f.rule_id for f in full_engine.scan(text.encode(), "a.py")] in (["generic-api-key"],
+                                                                            ["generic-keyword-context"])
+    payload = base64.urlsafe_b64encode(b'{"sub":"fake"}').rstrip(b"=").decode()
+    jwt = f'acme_api_key = "{header}.{payload}.{body[:43]}"\n'
+    assert [f.rule_id for f in full_engine.scan(jwt.encode(), "a.py")] == ["jwt"]
+
+
 _NARROW = r'''[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*[\"'\x60]?'''
 
 # Assignment shapes of real code and configuration; N is the variable name, V the value.

@@ -479,16 +479,22 @@ def literal_prefixes(regex: str) -> list[str]:
 
 
 def vendor_prefixes(rules) -> tuple[bytes, ...]:
-    """Literal prefixes (≥ 3 characters) of vendor rules: a generic
+    """Literal prefixes (≥ 3 characters) of vendor rules, except an encoding's (`eyJ`): a generic
     rule's candidate that starts with one is left to that vendor's rule (which knows its length
     and alphabet)."""
     out = set()
     for r in rules:
         if r.regex and _priority(r) == 0:
             for p in literal_prefixes(r.regex):
-                if len(p) >= 3:
+                if len(p) >= 3 and p not in _ENCODING_PREFIXES:
                     out.add(p.encode())
     return tuple(sorted(out))
+
+
+# Prefixes that an encoding gives, not a vendor: `eyJ` is base64 of `{"` (any base64url JSON, the
+# JWT rule's start). A named random value starting with it that the JWT rule rejects (no payload,
+# no signature) is still a secret, so the generic rules are not told to leave it.
+_ENCODING_PREFIXES = frozenset(("eyJ",))
 
 
 def _priority(rule: Rule) -> int:

@@ -4,7 +4,11 @@ token/...> <separator> <random token>`, as API keys appear in code and configura
 Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `acme_api_key`,
 `acmeSecretKey`, `ACME.TOKEN`):
 - assignments and mappings: `NAME = "v"`, `NAME: v`, `"name": "v"`, `NAME => 'v'`, `name := "v"`,
-  env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key;
+  env files `NAME=v`, a call `setApiKey("v")`, the value on the next line of a YAML key, and every
+  shape of the rules' shared assignment fragment (`repoguard.credentials.assign.ASSIGN`): typed
+  declarations `var NAME string = "v"`, `NAME: &str = "v"`, `NAME[] = "v"`, Makefile
+  `::=`/`:::=`/`?=`, PHP `.=`, shell `+=`, `setProperty("NAME", "v")`, `<NAME>` then the value on
+  the next line;
 - CLI flags: `--api-key v`, `--token=v`;
 - XML: `<apiKey>v</apiKey>`, .NET `<add key="ApiKey" value="v"/>`; Terraform
   `variable "acme_token" { default = "v" }`;
@@ -46,6 +50,7 @@ from typing import Iterator
 
 import re2
 
+from repoguard.credentials.assign import ASSIGN
 from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
@@ -59,12 +64,17 @@ KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", 
 _KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
 # keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
 # words, then a value with a digit in its first 25 characters.
-SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)[ \t]*"
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode() + rb"|[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)[ \t]*"
          rb"(?:\r?\n[ \t]*)?[\\\"'`(\[]{0,3}[ \t]*|[-_.]|[\"'][ \t]+value[ \t]*=[ \t]*[\"']"
          rb"|[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\")(?:[a-z]{2,16}[ \t]+){0,2}"
          rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
 # Terraform `variable "acme_token" {\n  default = "v"`: the block's default is the value.
 _TF_DEFAULT = re.compile(rb"[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\"")
+# The rules' assignment fragment (Makefile `::=`/`?=`, PHP `.=`, typed `var N string =`, `N[] =`,
+# XML element with the value on the next line); a comma stays with the loop in `_value_after`,
+# which asks for a quoted name before it. The value (≥ 16 token characters) must follow, so that
+# `N: String = "v"` is read as a typed declaration, not as `N:` followed by the word `String`.
+_ASSIGN_RE = re.compile(ASSIGN.encode() + rb"(?=[A-Za-z0-9+/_=~.-]{16})")
 _KW_RE = re2.compile(rb"(?i)" + _KW)
 _NOUN_RE = re2.compile(rb"(?i)secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|key")
 _SHAPE_RE = re2.compile(rb"(?i)" + SHAPE)
@@ -335,8 +345,11 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             break
         j, op, nl = i, False, 0
         tf = _TF_DEFAULT.match(data, i)
+        am = None if tf else _ASSIGN_RE.match(data, i)
         if tf:
             j, op = tf.end(), True
+        elif am and b"," not in am.group() and am.end() < n and data[am.end()] in _ALNUM:
+            j, op, tf = am.end(), True, am
         while j < n and j - i <= 40 and not tf:
             c = data[j]
             if c in _SEP:
