@@ -19,10 +19,8 @@ as in gitleaks.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 import re2
@@ -31,6 +29,7 @@ from repoguard.credentials.allowlist import compile_allowlist, is_allowed
 from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
+from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
 from repoguard.credentials.structural import all_detectors
@@ -46,14 +45,6 @@ MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
 _CACHE_VERSION = 3
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
-
-
-def shannon_entropy(s: bytes) -> float:
-    """Shannon entropy in bits per character of `s` (0.0 for empty input)."""
-    if not s:
-        return 0.0
-    n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
 @dataclass

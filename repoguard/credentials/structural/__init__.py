@@ -31,6 +31,12 @@ class Detector:
     tags: tuple[str, ...] = ("structural",)
 
 
+def first_group(m) -> int:
+    """Index of the first group of regex match `m` that took part in the match (0 when none):
+    detectors whose pattern lists alternative shapes, each capturing the value in its own group."""
+    return next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)
+
+
 def all_detectors() -> tuple[Detector, ...]:
     """Every structural detector, in a fixed order (ids are unique)."""
     from repoguard.credentials.structural import (config_files, connection_strings, http_auth,

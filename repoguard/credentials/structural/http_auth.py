@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
-from collections import Counter
 from typing import Iterator
 
 import re2
 
+from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
@@ -23,11 +22,6 @@ _HEADER = re2.compile(
 _CURL_U = re2.compile(
     rb"\bcurl\b[^\n]{0,300}?\s(?:-u|--user)(?:\s+|=)[\"']?([^\s:\"'$]{1,64}):([^\s\"']{1,128})")
 
-
-def entropy(s: bytes) -> float:
-    """Shannon entropy in bits per character (0 for empty input)."""
-    n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
 
 
 def basic_password(value: bytes) -> bool:

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural import Detector, Hit, first_group
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _Q = rb"(?:\"([^\"\n]{%d,128})\"|'([^'\n]{%d,128})')"
@@ -61,7 +61,7 @@ def _matches(rx, data: bytes, ok: Callable[[bytes], bool] = _literal) -> Iterato
     """Hits of `rx`'s first matching group accepted by `ok`. An unquoted value (the 4th group of
     `_VALUE`) that reads as code (`user.jwt_key`, `get_secret()`, `jwt_secret_value`) is skipped."""
     for m in rx.finditer(data):
-        g = next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)
+        g = first_group(m)
         if not g or (g == 4 and rx.groups >= 4 and _EXPRESSION.search(m.group(g))):
             continue
         if ok(m.group(g)):
