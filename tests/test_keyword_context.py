@@ -233,6 +233,32 @@ def test_re2_fallback_matches_hyperscan(monkeypatch):
     assert with_hs == without and len(with_hs) == 3
 
 
+def test_merged_windows_on_dense_input_match_whole_text(monkeypatch):
+    """A file dense with keyword-then-digit shapes (a key-code header) gets one merged, disjoint
+    range per stretch of candidates, and the same hits as RE2 over the whole text."""
+    vals = [tok(f"dense{i}", 40) for i in range(4)]
+    lines = [f"#define KEY_F{i} {i}" for i in range(3000)]
+    for k, v in enumerate(vals):
+        lines.insert(700 * k + 5, f'ACME_API_TOKEN = "{v}"')
+    text = "\n".join(lines).encode()
+    if kc.hyperscan is not None:
+        ranges = list(kc._windows(text))
+        assert all(a < b <= c < d for (a, b), (c, d) in zip(ranges, ranges[1:]))   # disjoint, ordered
+        assert len(ranges) < 3000 // 10      # merged: not one range per `#define` line
+    with_hs = [(h.start, h.end) for h in kc.find(text, "keys.h")]
+    monkeypatch.setattr(kc, "hyperscan", None)
+    without = [(h.start, h.end) for h in kc.find(text, "keys.h")]
+    assert with_hs == without and len(with_hs) == 4
+
+
+def test_value_scan_stops_past_the_longest_value():
+    """A name followed by a megabyte blob: the value is not reported (longer than any key)
+    and is read only up to 2 048 + 1 bytes."""
+    blob = b"QWxhZGRpbjpvcGVuIHNlc2FtZQ0K" * 40000
+    assert list(kc.find(b"api_key = " + blob + b"\n", "a.py")) == []
+    assert kc._scan_run(blob, 0, kc._TOKCH) == kc._MAX_VALUE + 1
+
+
 def test_linear_on_adversarial_input():
     """Many keywords and long runs: bounded work (windows of 256 bytes before candidates)."""
     import time

@@ -36,7 +36,11 @@ vendor's prefix is left to that vendor's rule).
 Speed: SHAPE (keyword, separator, then a digit within the next 25 token characters) is found by
 one pass of a compiled Hyperscan database (cached on disk); RE2 and the Python checks then run
 only in the 256 bytes before each SHAPE match end (≈ 7 % of source files have one). Without
-Hyperscan, RE2 searches the whole text. About 1.5 ms per MB of source (≈ 5 % of a scan).
+Hyperscan, RE2 searches the whole text. About 1.5 ms per MB of ordinary source (≈ 5 % of a
+scan); files dense with keyword-then-digit shapes (`#define KEY_F1 60` tables, `"token_count": 1`
+JSON) cost 0.3–0.6 s per MB, the Python checks per candidate. A value is read for at most 2 048
+bytes. Known gap: ASSIGN's whitespace is unbounded, so a name followed by more than ~200 spaces
+before its `=` is found by the RE2 fallback but not inside a 256-byte window.
 """
 from __future__ import annotations
 
@@ -45,12 +49,12 @@ import binascii
 import hashlib
 import math
 import re
-from collections import Counter
 from typing import Iterator
 
 import re2
 
 from repoguard.credentials.assign import ASSIGN
+from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
@@ -115,6 +119,11 @@ _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
 _SYLLABLE = re.compile(rb"[aeiouAEIOU]")
 _CLUSTER = re.compile(rb"[^aeiouAEIOU]{4}")  # 4 consonants in a row: not an English word
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_REPEAT5 = re.compile(rb"(.)\1{4}")
+_CONSONANTS5 = re.compile(rb"[^aeiouy]{5}")
+_NAME_SEPS = re.compile(rb"[_.-]+")
+_B64_TEXT = re.compile(rb"[A-Za-z0-9+/]+={0,2}")
+_MAX_VALUE = 2048  # `random_token` rejects longer values: no scan needs to read past one
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
 
 # Published, non-secret values (SHA-256 of each), in order: OpenSSL's FIPS module integrity key
@@ -136,12 +145,6 @@ _WELL_KNOWN = frozenset((
 _SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
 
 _hs_db = None
-
-
-def entropy(s: bytes) -> float:
-    """Shannon entropy of `s` in bits per character (0.0 for empty input)."""
-    n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
 
 
 def _words(name: bytes) -> list[bytes]:
@@ -182,13 +185,13 @@ def _hand_typed(tok: bytes) -> bool:
     for p in range(1, n // 2 + 1):  # periodic: `abc123abc123`
         if core[p:] == core[:n - p]:
             return True
-    return re.search(rb"(.)\1{4}", core) is not None or tok.lower().startswith(_SAMPLE_UUID)
+    return _REPEAT5.search(core) is not None or tok.lower().startswith(_SAMPLE_UUID)
 
 
 def _pronounceable(word: bytes) -> bool:
     low = word.lower()
     vowels = sum(c in b"aeiouy" for c in low)
-    return vowels >= 0.2 * len(low) and re.search(rb"[^aeiouy]{5}", low) is None
+    return vowels >= 0.2 * len(low) and _CONSONANTS5.search(low) is None
 
 
 def _identifier_like(tok: bytes) -> bool:
@@ -198,7 +201,7 @@ def _identifier_like(tok: bytes) -> bool:
     letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
     unpronounceable pieces); or ≥ 60 % of it is capitalised words of ≥ 3 letters with a vowel
     and no 4 consonants in a row (CamelCase)."""
-    segs = [p for p in re.split(rb"[_.-]+", tok) if p]
+    segs = [p for p in _NAME_SEPS.split(tok) if p]
     if len(segs) >= 2 and sum(len(p) for p in segs if _namelike(p)) > 0.6 * sum(map(len, segs)):
         return True
     camel = [w for w in _CAMEL_WORD.findall(tok) if _SYLLABLE.search(w) and not _CLUSTER.search(w)]
@@ -230,7 +233,7 @@ def _path_or_dotted(tok: bytes) -> bool:
 def _decodes_to_text(tok: bytes) -> bool:
     """True when `tok` is base64 of printable text with spaces or words (`dGhlIHNhbXBsZQ==`,
     "the sample"), not of random bytes or a random printable string."""
-    if len(tok) % 4 or not re.fullmatch(rb"[A-Za-z0-9+/]+={0,2}", tok):
+    if len(tok) % 4 or not _B64_TEXT.fullmatch(tok):
         return False
     try:
         raw = base64.b64decode(tok, validate=True)
@@ -292,7 +295,9 @@ def _mirrors(name: bytes, tok: bytes) -> bool:
 
 
 def _scan_run(data: bytes, i: int, chars: frozenset) -> int:
-    n = len(data)
+    """End of the run of `chars` from `i`, read at most one byte past `_MAX_VALUE` (a longer run
+    is never a value and never a name, so a megabyte blob costs no more than a token)."""
+    n = min(len(data), i + _MAX_VALUE + 1)
     while i < n and data[i] in chars:
         i += 1
     return i
@@ -422,14 +427,24 @@ def _shape_db():
 def _windows(data: bytes) -> Iterator[tuple[int, int]]:
     """(start, end) ranges that hold every SHAPE match, in increasing order: the whole text when
     Hyperscan is not importable, else the 256 bytes before each end of a SHAPE match (none for
-    the ~93 % of source files without one), so RE2 runs only near candidates."""
+    the ~93 % of source files without one), overlapping ranges merged, so RE2 runs only near
+    candidates and once per stretch of them."""
     if hyperscan is None:
         yield 0, len(data)
         return
     ends: list[int] = []
     _shape_db().scan(data, match_event_handler=lambda i, f, t, fl, ctx: ends.append(t))
-    for e in ends:
-        yield max(0, e - 256), e
+    lo = hi = -1
+    for e in ends:              # reported in increasing order; overlapping windows are merged so
+        start = max(0, e - 256)  # that a dense file costs one RE2 search per real match
+        if start <= hi:
+            hi = e
+            continue
+        if hi >= 0:
+            yield lo, hi
+        lo, hi = start, e
+    if hi >= 0:
+        yield lo, hi
 
 
 def find(data: bytes, path: str) -> Iterator[Hit]:
