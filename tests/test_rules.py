@@ -260,5 +260,5 @@ def test_assignment_shapes_not_attribute_noise():
     rules_only = Engine(RULES, structural=False)
     html = '<input type="hidden" name="authenticity_token" value="7Sq-Ab1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1v" />'
     assert rules_only.scan(html.encode(), "app/views/form.html") == []
-    typed = 'var authenticity_token string = "7Sq-Ab1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1v"'
+    typed = 'var session_token string = "7Sq-Ab1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1v"'
     assert [f.rule_id for f in rules_only.scan(typed.encode(), "app/form.go")] == ["generic-api-key"]

@@ -111,7 +111,7 @@ _NOT_CREDENTIAL = frozenset(
     b"public pub publishable cache sort primary foreign partition hash range row lookup dict map "
     b"unique composite idempotency dedup shard routing object page next continuation cursor csrf "
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
-    b"property prop metric label event sequence resume ssh gpg pgp host known recv".split())
+    b"property prop metric label event sequence resume ssh gpg pgp host known recv authenticity".split())
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
@@ -269,7 +269,7 @@ def random_token(tok: bytes) -> bool:
 
 
 def _name_means_secret(name: bytes, kw: bytes) -> bool:
-    low = name.lower()
+    low = _NAME_SEPS.sub(b"", name.lower())  # `key_down_event` is `keydown…` too
     if any(w in low for w in _NOT_SECRET):
         return False
     words = _words(name)

@@ -1,6 +1,8 @@
 """Placeholder values that are not credentials: template variables, masked values, sample words.
 
 Used by every structural detector on the candidate value (password, token, decoded auth).
+Ciphertexts that tools keep in plain files on purpose (SOPS `ENC[AES256_GCM,…]`, Ansible Vault
+`$ANSIBLE_VAULT;…`, Vault transit `vault:v1:…`) are not credentials either: the key is elsewhere.
 """
 from __future__ import annotations
 
@@ -20,14 +22,19 @@ _MARKERS = (b"xxxx", b"****", b"....", b"####", b"your_", b"your-", b"<your", b"
             b"changeme", b"placeholder", b"example", b"redacted", b"dummy", b"insert", b"replace",
             b"abcdef", b"123456789", b"password", b"secret_", b"fake", b"sample", b"todo")
 _CONSTANT = re.compile(rb"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # API_SECRET, DB_PASSWORD: a name, not a value
+_CIPHERTEXT = (b"ENC[", b"$ANSIBLE_VAULT;", b"vault:v1:", b"vault:v2:")
 _TEMPLATE = re.compile(rb"^(?:\$\{?[A-Za-z_]|\$\(|%\(|%[sd]$|\{\{|\{[A-Za-z_0-9]*\}|<[^>]*>$|\[[A-Za-z_ ]+\]$"
                        rb"|@[A-Za-z_]+@$|__[A-Z_]+__$|#\{|ENV\[|process\.env|os\.environ|getenv)")
 
 
 def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
     """True when `value` is empty/short, a template (`${X}`, `{{ x }}`, `%(x)s`, `<x>`, `$X`),
-    masked (`****`, `xxxx`), one repeated character, or a sample word (`password`, `changeme`)."""
-    v = value.strip(b"\"' \t")
+    masked (`****`, `xxxx`), one repeated character, a sample word (`password`, `changeme`) or
+    a SOPS / Ansible Vault / Vault transit ciphertext. Surrounding quotes and whitespace
+    (a decoded `bar\\n` included) are ignored."""
+    v = value.strip(b"\"' \t\r\n")
+    if v.startswith(_CIPHERTEXT):
+        return True
     if len(v) < min_len:
         return True
     low = v.lower()
