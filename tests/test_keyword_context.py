@@ -163,6 +163,8 @@ def test_names_that_do_not_hold_a_secret(engine):
     for text in (f"auth0_client_id = '{u}'\n", f"access_key_id: {u}\n", f"public_key = \"{pub}\"\n",
                  f"cache_key = '{h}'\n", f"next_page_token: {nxt}\n", f"csrf_token = '{nxt}'\n",
                  f"secret_sha256 = \"{h}\"\n", f"token_type: {nxt}\n",
+                 f"authenticity_token = '{nxt}'\n", f"test_spreadsheet_key = \"{nxt}\"\n",
+                 f"key_down_event = '{nxt}'\n",
                  f"- key: {nxt}\n  value: {tok('v', 20)}\n"):
         assert not [f for f in found(engine, text) if f.rule_id == ID], text.split("=")[0]
 

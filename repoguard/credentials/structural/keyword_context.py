@@ -111,7 +111,8 @@ _NOT_CREDENTIAL = frozenset(
     b"public pub publishable cache sort primary foreign partition hash range row lookup dict map "
     b"unique composite idempotency dedup shard routing object page next continuation cursor csrf "
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
-    b"property prop metric label event sequence resume ssh gpg pgp host known recv authenticity".split())
+    b"property prop metric label event sequence resume ssh gpg pgp host known recv authenticity "
+    b"spreadsheet sheet document doc".split())  # a Google Sheets `spreadsheet_key` is a document id
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
