@@ -8,7 +8,7 @@ from repoguard.cli import main
 from conftest import git
 
 GH = "ghp_" + "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7"   # fake, format-valid
-SL = "xoxb-" + "123456789012-1234567890123-" + "a0B1c2D3e4F5g6H7i8J9k0L1"
+SL = "xoxb-" + "739218465093-5820147396281-" + "a0B1c2D3e4F5g6H7i8J9k0L1"
 
 
 def scan(capsys, *args):
