@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 
-from repoguard.credentials.engine import Engine
-from repoguard.credentials.rules import load_rules
+from repoguard.credentials.engine import Engine, hyperscan
+from repoguard.credentials.rules import RuleSet, load_rules
 from repoguard.credentials.structural import keyword_context as kc
 
 RULES = load_rules()
@@ -25,6 +25,20 @@ B62 = string.digits + string.ascii_letters
 @pytest.fixture(scope="module", params=["hyperscan", "re2"])
 def engine(request):
     return Engine(RULES, use_hyperscan=request.param == "hyperscan")
+
+
+@pytest.fixture(scope="module")
+def hs_engine():
+    if hyperscan is None:
+        pytest.skip("needs Hyperscan")
+    return Engine.build(RULES)
+
+
+def shape_ends(hs_engine, data: bytes) -> list[int]:
+    """SHAPE's match ends in `data`, as the engine's single Hyperscan pass hands them to the
+    detector (its prefilter is one expression of that database)."""
+    j = [d.id for d in hs_engine.detectors].index(ID)
+    return hs_engine._candidates(data)[3].get(j, [])
 
 
 def tok(label: str, n: int = 32, alphabet: str = B62) -> str:
@@ -99,17 +113,18 @@ ASSIGN_SHAPES = [
 
 @pytest.mark.parametrize("backend", ["hyperscan", "re2"])
 @pytest.mark.parametrize("shape", ASSIGN_SHAPES)
-def test_detector_knows_the_rules_assignment_fragment(monkeypatch, backend, shape):
+def test_detector_knows_the_rules_assignment_fragment(hs_engine, backend, shape):
     """The detector on its own (no generic rule to claim the span first) finds the value in every
-    shape of the rules' shared assignment fragment, on both the Hyperscan and the RE2 path."""
-    if backend == "re2":
-        monkeypatch.setattr(kc, "hyperscan", None)
+    shape of the rules' shared assignment fragment, on both the Hyperscan path (windows before
+    the prefilter's match ends) and the RE2 path (the whole text)."""
+    def hits(text: bytes) -> list[bytes]:
+        ends = shape_ends(hs_engine, text) if backend == "hyperscan" else None
+        return [h.secret for h in kc.find(text, "src/app.cfg", ends)]
     v = tok(shape)
-    text = shape.format(v=v).encode()
-    assert [h[2] for h in kc.find(text, "src/app.cfg")] == [v.encode()], shape
+    assert hits(shape.format(v=v).encode()) == [v.encode()], shape
     # the same shapes with a word or a placeholder as value stay quiet
     for word in ("AcmeTokenProvider", "your_api_key_here_0123456789"):
-        assert list(kc.find(shape.format(v=word).encode(), "src/app.cfg")) == [], (shape, word)
+        assert hits(shape.format(v=word).encode()) == [], (shape, word)
 
 
 def test_vendor_name_and_secret_word_shapes(engine):
@@ -226,18 +241,17 @@ def test_inline_allow_marker(engine):
     assert found(engine, f"acme SECRET {v}  # repoguard:allow\n") == []
 
 
-def test_re2_fallback_matches_hyperscan(monkeypatch):
+def test_re2_fallback_matches_hyperscan(hs_engine):
     """Without Hyperscan the detector searches the whole text with RE2: same hits."""
     vals = [tok(f"fb{i}", 32) for i in range(3)]
     text = (f"x = 1\nacme SECRET {vals[0]}\n" + "filler line\n" * 200 +
             f"ACME_TOKEN={vals[1]}\nkeyboard = 3\nacme-cli --api-key {vals[2]}\n").encode()
-    with_hs = [(h.start, h.end) for h in kc.find(text, "a.py")]
-    monkeypatch.setattr(kc, "hyperscan", None)
+    with_hs = [(h.start, h.end) for h in kc.find(text, "a.py", shape_ends(hs_engine, text))]
     without = [(h.start, h.end) for h in kc.find(text, "a.py")]
     assert with_hs == without and len(with_hs) == 3
 
 
-def test_merged_windows_on_dense_input_match_whole_text(monkeypatch):
+def test_merged_windows_on_dense_input_match_whole_text(hs_engine):
     """A file dense with keyword-then-digit shapes (a key-code header) gets one merged, disjoint
     range per stretch of candidates, and the same hits as RE2 over the whole text."""
     vals = [tok(f"dense{i}", 40) for i in range(4)]
@@ -245,12 +259,11 @@ def test_merged_windows_on_dense_input_match_whole_text(monkeypatch):
     for k, v in enumerate(vals):
         lines.insert(700 * k + 5, f'ACME_API_TOKEN = "{v}"')
     text = "\n".join(lines).encode()
-    if kc.hyperscan is not None:
-        ranges = list(kc._windows(text))
-        assert all(a < b <= c < d for (a, b), (c, d) in zip(ranges, ranges[1:]))   # disjoint, ordered
-        assert len(ranges) < 3000 // 10      # merged: not one range per `#define` line
-    with_hs = [(h.start, h.end) for h in kc.find(text, "keys.h")]
-    monkeypatch.setattr(kc, "hyperscan", None)
+    ends = shape_ends(hs_engine, text)
+    ranges = list(kc._windows(text, ends))
+    assert all(a < b <= c < d for (a, b), (c, d) in zip(ranges, ranges[1:]))   # disjoint, ordered
+    assert len(ranges) < 3000 // 10      # merged: not one range per `#define` line
+    with_hs = [(h.start, h.end) for h in kc.find(text, "keys.h", ends)]
     without = [(h.start, h.end) for h in kc.find(text, "keys.h")]
     assert with_hs == without and len(with_hs) == 4
 
@@ -263,25 +276,32 @@ def test_value_scan_stops_past_the_longest_value():
     assert kc._scan_run(blob, 0, kc._TOKCH) == kc._MAX_VALUE + 1
 
 
-def test_linear_on_adversarial_input():
-    """Many keywords and long runs: bounded work (windows of 256 bytes before candidates)."""
+def test_linear_on_adversarial_input(hs_engine):
+    """Many keywords and long runs: bounded work (windows of WINDOW bytes before candidates,
+    or one pass of RE2 over the whole text)."""
     import time
     data = (b"key=" + b"a1" * 20 + b" ") * 20000 + b"token: " + b"9" * 200000
-    t = time.perf_counter()
-    list(kc.find(data, "x"))
-    assert time.perf_counter() - t < 5.0
+    for ends in (shape_ends(hs_engine, data), None):
+        t = time.perf_counter()
+        list(kc.find(data, "x", ends))
+        assert time.perf_counter() - t < 5.0
 
 
-def test_corrupt_database_cache_is_recompiled(tmp_path, monkeypatch):
-    """A damaged cached Hyperscan database is replaced, never trusted."""
-    if kc.hyperscan is None:
+def test_prefilter_lives_in_the_engine_database(tmp_path, monkeypatch):
+    """SHAPE is one expression of the engine's single (cached) Hyperscan database, no database of
+    the detector's own: an engine compiled, loaded from the cache, or rebuilt after the cache is
+    damaged reports the same hit, as the RE2 backend does."""
+    if hyperscan is None:
         pytest.skip("needs Hyperscan")
     monkeypatch.setenv("REPOGUARD_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kc, "_hs_db", None)
-    kc._shape_db()
-    (cached,) = tmp_path.glob("hs-keyword-context-*.db")
-    cached.write_bytes(b"not a database")
-    monkeypatch.setattr(kc, "_hs_db", None)
+    detectors_only = RuleSet(rules=())
     v = tok("cache", 32)
-    assert [h.secret for h in kc.find(f"acme SECRET {v}\n".encode(), "a.py")] == [v.encode()]
+    text = f"acme SECRET {v}\n".encode()
+    engines = [Engine.build(detectors_only), Engine.build(detectors_only)]
+    (cached,) = tmp_path.glob("hs-*.db")
+    cached.write_bytes(b"not a database")
+    engines += [Engine.build(detectors_only), Engine(detectors_only, use_hyperscan=False)]
+    assert [e.backend for e in engines] == ["hyperscan"] * 3 + ["re2"]
+    for e in engines:
+        assert [(f.rule_id, f.start) for f in e.scan(text, "a.py")] == [(ID, text.index(v.encode()))]
     assert cached.read_bytes() != b"not a database"

@@ -2,8 +2,8 @@
 
 Pipeline for one text (bytes):
 1. one Hyperscan pass over the whole text with every rule regex, every keyword (as a caseless
-   literal reported once) and two blob detectors (base64, hex) in a single database — the Nosey
-   Parker design. Hyperscan and RE2 are automata: no input makes them backtrack. Without
+   literal reported once), two blob detectors (base64, hex) and the structural detectors'
+   prefilters (`Detector.prefilter`) in a single database — the Nosey Parker design. Hyperscan and RE2 are automata: no input makes them backtrack. Without
    Hyperscan, an Aho-Corasick automaton (pyahocorasick) finds the keywords and RE2 runs each
    candidate rule (linear time each).
 2. gitleaks' keyword semantics: a rule with keywords counts only when one of them occurs.
@@ -31,6 +31,7 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
                                           decode_blob)
 from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
+from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
 from repoguard.credentials.structural import all_detectors
 from repoguard.credentials.triage import location, severity
@@ -43,7 +44,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 3
+_CACHE_VERSION = 4
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 
 
@@ -93,7 +94,7 @@ class Engine:
         self.ruleset = ruleset
         self.detectors = all_detectors() if structural else ()
         self._det_compiled = [_Compiled(rule=Rule(id=d.id, description=d.description, regex=None,
-                                                  tags=d.tags, source="structural"),
+                                                  tags=d.tags, source="structural", priority=d.priority),
                                         confirm=None, path_re=None, allow=()) for d in self.detectors]
         self.rules = [r for r in ruleset.rules]
         self.compiled: list[_Compiled] = []
@@ -147,6 +148,7 @@ class Engine:
         self._kw_base = n
         self._blob_b64 = n + len(self.keywords)
         self._blob_hex = self._blob_b64 + 1
+        self._det_base = self._blob_hex + 1  # + detector index: that detector's prefilter
         if serialized is not None:
             meta, _, blob = serialized.partition(b"\n")
             self._re2_only = [int(x) for x in meta.split(b",") if x]
@@ -188,6 +190,10 @@ class Engine:
             ids.append(self._blob_b64), flags.append(0), ext.append(blob_ext)
         exprs.append(HEX + rb"(?:[^0-9a-zA-Z]|$)"), ids.append(self._blob_hex), flags.append(0)
         ext.append(hyperscan.ExpressionExt(flags=0))
+        for j, d in enumerate(self.detectors):
+            if d.prefilter:  # every match end is reported: the detector looks just before each
+                exprs.append(d.prefilter), ids.append(self._det_base + j)
+                flags.append(hyperscan.HS_FLAG_CASELESS), ext.append(hyperscan.ExpressionExt(flags=0))
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags, ext=ext)
         self.hs_db = db
@@ -201,7 +207,7 @@ class Engine:
         compiling ~250 patterns takes about a second, loading them a tenth of that."""
         if use_hyperscan is False or hyperscan is None:
             return cls(ruleset, use_hyperscan=False, structural=structural)
-        triggers = [d.triggers for d in all_detectors()] if structural else []
+        triggers = [(d.triggers, d.prefilter) for d in all_detectors()] if structural else []
         key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
                                    [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
                              .encode()).hexdigest()[:24]
@@ -245,7 +251,7 @@ class Engine:
                     out.append(self._path_finding(c.rule, path))
         if not data:
             return out
-        hits, blobs, present = self._candidates(data)
+        hits, blobs, present, det_ends = self._candidates(data)
         spans: list[tuple] = []  # (compiled, match start, match end, secret start, secret end, secret)
         for i, ends in hits.items():
             c = self.compiled[i]
@@ -253,20 +259,28 @@ class Engine:
                 continue
             spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
         for j in sorted({j for k in present for j in self._kw_detectors.get(k, ())}):
-            c = self._det_compiled[j]
-            for h in self.detectors[j].find(data, path):
+            c, d = self._det_compiled[j], self.detectors[j]
+            if not d.prefilter:
+                found = d.find(data, path)
+            elif self.hs_db is None:
+                found = d.find(data, path, None)  # RE2 backend: the detector reads the whole text
+            elif j in det_ends:
+                found = d.find(data, path, det_ends[j])
+            else:
+                continue  # its prefilter did not match: nothing to find
+            for h in found:
                 spans.append((c, h.start, h.end, h.start, h.end, h.secret))
         kept: list[Finding] = []
         prio: list[int] = []
-        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), _priority(x[0].rule), x[0].rule.id))
+        cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))
         for c, ms, me, s, e, secret in cands:
             f = self._finding(c, data, path, s, e, secret, data[ms:me], commit)
             if f is None:
                 continue
-            pr = _priority(c.rule)
+            pr = c.rule.priority
             if kept and s < kept[-1].end:
-                # One secret, several rules: keep one, preferring a vendor rule to a structural
-                # detector, and either to a generic rule.
+                # One secret, several rules: keep one, the most specific (lowest priority level:
+                # vendor rule, structural detector, generic rule, keyword context).
                 if pr < prio[-1]:
                     kept[-1], prio[-1] = f, pr
                 continue
@@ -279,11 +293,13 @@ class Engine:
         _set_lines(data, out)
         return out
 
-    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str]]:
-        """Rule index → hit end offsets, blob (kind, end) hits after the keyword filter, and the
-        keywords present."""
+    def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str],
+                                                dict[int, list[int]]]:
+        """Rule index → hit end offsets, blob (kind, end) hits after the keyword filter, the
+        keywords present, and detector index → its prefilter's match ends (Hyperscan only)."""
         hits: dict[int, list[int]] = {}
         blobs: list[tuple[str, int]] = []
+        det_ends: dict[int, list[int]] = {}
         if self.hs_db is not None:
             raw: list[tuple[int, int]] = []
             append = raw.append
@@ -295,14 +311,16 @@ class Engine:
                     hits.setdefault(i, []).append(t)
                 elif i < self._blob_b64:
                     present.add(self.keywords[i - nrules])
-                else:
+                elif i < self._det_base:
                     blobs.append(("base64" if i == self._blob_b64 else "hex", t))
+                else:
+                    det_ends.setdefault(i - self._det_base, []).append(t)
             allowed = self._allowed_rules(present)
             hits = {i: ends for i, ends in hits.items() if i in allowed}
             for i in self._re2_only:
                 if i in allowed:
                     hits[i] = [-1]
-            return hits, blobs, present
+            return hits, blobs, present, det_ends
         present = set()
         if self.keywords:
             for _, k in self._ac.iter(data.lower().decode("latin-1")):
@@ -314,7 +332,7 @@ class Engine:
             blobs.append(("base64", m.end()))
         for m in self._hex.finditer(data):
             blobs.append(("hex", m.end()))
-        return hits, blobs, present
+        return hits, blobs, present, det_ends
 
     def _allowed_rules(self, present: set[str]) -> set[int]:
         allowed = set(self._always)
@@ -375,7 +393,7 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
-        if self._vendor_prefixes and _priority(r) >= 2 and secret.startswith(self._vendor_prefixes):
+        if self._vendor_prefixes and r.priority >= GENERIC and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
@@ -475,7 +493,7 @@ def vendor_prefixes(rules) -> tuple[bytes, ...]:
     and alphabet)."""
     out = set()
     for r in rules:
-        if r.regex and _priority(r) == 0:
+        if r.regex and r.priority == VENDOR:
             for p in literal_prefixes(r.regex):
                 if len(p) >= 3 and p not in _ENCODING_PREFIXES:
                     out.add(p.encode())
@@ -486,16 +504,6 @@ def vendor_prefixes(rules) -> tuple[bytes, ...]:
 # JWT rule's start). A named random value starting with it that the JWT rule rejects (no payload,
 # no signature) is still a secret, so the generic rules are not told to leave it.
 _ENCODING_PREFIXES = frozenset(("eyJ",))
-
-
-def _priority(rule: Rule) -> int:
-    """0 for a vendor rule, 1 for a structural detector, 2 for a generic rule, 3 for the
-    keyword-context detector (the least specific: any other rule claiming its span wins)."""
-    if rule.id == "generic-keyword-context":
-        return 3
-    if rule.id.startswith("generic") or rule.source.endswith("generic.toml"):
-        return 2
-    return 1 if rule.source == "structural" else 0
 
 
 def _set_lines(data: bytes, findings: list[Finding]) -> None:

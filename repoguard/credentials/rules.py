@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 import re2
 
+from repoguard.credentials.priority import default_priority
 from repoguard.errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -60,7 +61,9 @@ class Allowlist:
 @dataclass(frozen=True)
 class Rule:
     """One detector. `regex` is RE2 syntax; the secret is group `secret_group` (0: the first
-    non-empty group, or the whole match when the regex has no groups, as in gitleaks)."""
+    non-empty group, or the whole match when the regex has no groups, as in gitleaks).
+    `priority`: which finding wins when rules overlap (`credentials.priority`: 0 vendor,
+    1 structural, 2 generic, 3 keyword context; lower wins); None → `default_priority(id, source)`."""
 
     id: str
     description: str
@@ -76,6 +79,11 @@ class Rule:
     fps: tuple[str, ...] = ()
     source: str = ""
     checksum: str = ""
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is None:
+            object.__setattr__(self, "priority", default_priority(self.id, self.source))
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,20 @@ engine's single keyword pass) and `find(data, path) -> Iterable[Hit]`, where a H
 byte span of the secret value in `data` and the value itself. The engine applies inline allow
 markers and global allowlists to hits exactly as to rule matches; detectors reject placeholders
 themselves (`placeholders.is_placeholder`).
+
+A detector may also declare a `prefilter`: a regex (the common subset of Hyperscan and RE2
+syntax, matched case-insensitively) that matches wherever the detector can find something. The
+engine compiles it into its single Hyperscan database, so a text is read by Hyperscan once for
+rules and detectors alike, and calls `find(data, path, ends)` with the end offsets of its
+matches (a list, possibly unsorted), skipping texts without any; on the RE2 backend (no
+Hyperscan) it calls `find(data, path, None)`, which must then search the whole text.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple
+
+from repoguard.credentials.priority import STRUCTURAL
 
 
 class Hit(NamedTuple):
@@ -24,11 +33,18 @@ class Hit(NamedTuple):
 
 @dataclass(frozen=True)
 class Detector:
+    """A structural detector (see the module docstring). `priority`: which finding the engine
+    keeps when this detector and a rule or another detector claim one span (levels in
+    `credentials.priority`; lower wins). `prefilter`: b"" for none, else a regex whose match
+    ends `find` takes as its third argument."""
+
     id: str
     description: str
     triggers: tuple[bytes, ...]
-    find: Callable[[bytes, str], Iterable[Hit]]
+    find: Callable[..., Iterable[Hit]]
     tags: tuple[str, ...] = ("structural",)
+    priority: int = STRUCTURAL
+    prefilter: bytes = b""
 
 
 def first_group(m) -> int:

@@ -29,18 +29,21 @@ The name must mean a secret: names ending in a non-secret word (`token_url`, `au
 lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`) and words that
 merely contain a keyword (`keyboard`, `monkey`, `author`, `tokenizer`, `accessor`) are skipped.
 
-Findings use the rule id `generic-keyword-context` (a generic rule: medium severity, and any
-vendor rule or other structural detector claiming the same span wins; a value starting with a
-vendor's prefix is left to that vendor's rule).
+Findings use the rule id `generic-keyword-context` (a generic rule: medium severity) and the
+lowest priority (`priority.CONTEXT`: any vendor rule, structural detector or generic rule
+claiming the same span wins; a value starting with a vendor's prefix is left to that vendor's
+rule).
 
-Speed: SHAPE (keyword, separator, then a digit within the next 25 token characters) is found by
-one pass of a compiled Hyperscan database (cached on disk); RE2 and the Python checks then run
-only in the 256 bytes before each SHAPE match end (≈ 7 % of source files have one). Without
-Hyperscan, RE2 searches the whole text. About 1.5 ms per MB of ordinary source (≈ 5 % of a
-scan); files dense with keyword-then-digit shapes (`#define KEY_F1 60` tables, `"token_count": 1`
+Speed: SHAPE (keyword, separator, then a digit within the next 25 token characters) is this
+detector's prefilter, one more expression in the engine's single Hyperscan database (the text is
+read by Hyperscan once for rules and detectors); RE2 and the Python checks then run only in the
+WINDOW bytes before each SHAPE match end (≈ 7 % of source files have one). Every repetition in
+SHAPE is bounded (whitespace runs by ASSIGN's WS_MAX), WINDOW is its longest match, so the
+windows hold every match and the result is exactly that of the RE2 fallback, which (without
+Hyperscan) searches the whole text. About 1.5 ms per MB of ordinary source (≈ 5 % of a scan);
+files dense with keyword-then-digit shapes (`#define KEY_F1 60` tables, `"token_count": 1`
 JSON) cost 0.3–0.6 s per MB, the Python checks per candidate. A value is read for at most 2 048
-bytes. Known gap: ASSIGN's whitespace is unbounded, so a name followed by more than ~200 spaces
-before its `=` is found by the RE2 fallback but not inside a 256-byte window.
+bytes.
 """
 from __future__ import annotations
 
@@ -49,31 +52,38 @@ import binascii
 import hashlib
 import math
 import re
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import re2
 
-from repoguard.credentials.assign import ASSIGN
+from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.entropy import shannon_entropy as entropy
+from repoguard.credentials.priority import CONTEXT
 from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
-try:  # pragma: no branch
-    import hyperscan
-except ImportError:  # pragma: no cover
-    hyperscan = None
+try:
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
             b"credential", b"auth", b"access", b"private", b"key")
 _KW = rb"(?:secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|auth|access|private|key)"
-# keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
-# words, then a value with a digit in its first 25 characters.
-SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode() + rb"|[\\\"'`\])]{0,3}[ \t]*(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)[ \t]*"
-         rb"(?:\r?\n[ \t]*)?[\\\"'`(\[]{0,3}[ \t]*|[-_.]|[\"'][ \t]+value[ \t]*=[ \t]*[\"']"
-         rb"|[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\")(?:[a-z]{2,16}[ \t]+){0,2}"
-         rb"[a-z0-9+/_=~.-]{0,24}[0-9]")
+_WS = rb"[ \t]{0,%d}" % WS_MAX  # a run of spaces/tabs, bounded as in ASSIGN
+_WS1 = rb"[ \t]{1,%d}" % WS_MAX
 # Terraform `variable "acme_token" {\n  default = "v"`: the block's default is the value.
-_TF_DEFAULT = re.compile(rb"[\"']?[ \t]*\{\s{0,40}default[ \t]*=[ \t]*\"")
+_TF = rb"[\"']?" + _WS + rb"\{\s{0,40}default" + _WS + b"=" + _WS + rb"\""
+# keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
+# words, then a value with a digit in its first 25 characters. Every repetition is bounded.
+SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode() + rb"|[\\\"'`\])]{0,3}" + _WS
+         + rb"(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)" + _WS + rb"(?:\r?\n" + _WS + rb")?[\\\"'`(\[]{0,3}" + _WS
+         + rb"|[-_.]|[\"']" + _WS1 + b"value" + _WS + b"=" + _WS + rb"[\"']|" + _TF + rb")(?:[a-z]{2,16}" + _WS1
+         + rb"){0,2}[a-z0-9+/_=~.-]{0,24}[0-9]")
+# Bytes before a SHAPE match end where the match can start (all its characters are ASCII): the
+# RE2 search window before each end the prefilter reports.
+WINDOW = _sre_parse.parse(SHAPE).getwidth()[1]
+_TF_DEFAULT = re.compile(_TF)
 # The rules' assignment fragment (Makefile `::=`/`?=`, PHP `.=`, typed `var N string =`, `N[] =`,
 # XML element with the value on the next line); a comma stays with the loop in `_value_after`,
 # which asks for a quoted name before it. The value (≥ 16 token characters) must follow, so that
@@ -144,9 +154,6 @@ _WELL_KNOWN = frozenset((
 
 # RFC 4122's example UUID (123e4567-e89b-12d3-a456-426614174000) and its hand-edited variants.
 _SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
-
-_hs_db = None
-
 
 def _words(name: bytes) -> list[bytes]:
     return [w.lower() for w in _WORD_SPLIT.findall(name)]
@@ -396,50 +403,19 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         return j, _value_end(data, j), data[s:name_end]
 
 
-def _shape_db():
-    """The compiled Hyperscan database for SHAPE, loaded from the user cache when an earlier
-    process compiled it (compiling costs ≈ 60 ms per worker process, loading ≈ 0)."""
-    global _hs_db
-    if _hs_db is not None:
-        return _hs_db
-    from repoguard.artefacts import atomic_write_bytes, user_cache_dir
-
-    flags = hyperscan.HS_FLAG_CASELESS
-    ident = repr((SHAPE, flags, getattr(hyperscan, "__version__", ""))).encode()
-    key = hashlib.sha256(ident).hexdigest()[:24]
-    path = user_cache_dir() / f"hs-keyword-context-{key}.db"
-    try:
-        db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
-        db.scratch = hyperscan.Scratch(db)
-        _hs_db = db
-        return db
-    except Exception:  # missing or unreadable cache: compile
-        pass
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[SHAPE], ids=[0], elements=1, flags=[flags])
-    try:
-        atomic_write_bytes(path, hyperscan.dumpb(db))
-    except OSError:
-        pass  # read-only home: no cache, still correct
-    _hs_db = db
-    return db
-
-
-def _windows(data: bytes) -> Iterator[tuple[int, int]]:
+def _windows(data: bytes, ends: Iterable[int] | None) -> Iterator[tuple[int, int]]:
     """(start, end) ranges that hold every SHAPE match, in increasing order: the whole text when
-    Hyperscan is not importable, else the 256 bytes before each end of a SHAPE match (none for
-    the ~93 % of source files without one), overlapping ranges merged, so RE2 runs only near
-    candidates and once per stretch of them."""
-    if hyperscan is None:
+    `ends` is None (no Hyperscan), else the WINDOW bytes before each SHAPE match end in `ends`
+    (none for the ~93 % of source files without one), overlapping ranges merged, so RE2 runs only
+    near candidates and once per stretch of them."""
+    if ends is None:
         yield 0, len(data)
         return
-    ends: list[int] = []
-    _shape_db().scan(data, match_event_handler=lambda i, f, t, fl, ctx: ends.append(t))
     lo = hi = -1
-    for e in ends:              # reported in increasing order; overlapping windows are merged so
-        start = max(0, e - 256)  # that a dense file costs one RE2 search per real match
+    for e in sorted(ends):          # overlapping windows are merged so that a dense file costs
+        start = max(0, e - WINDOW)  # one RE2 search per real match
         if start <= hi:
-            hi = e
+            hi = max(hi, e)
             continue
         if hi >= 0:
             yield lo, hi
@@ -448,10 +424,12 @@ def _windows(data: bytes) -> Iterator[tuple[int, int]]:
         yield lo, hi
 
 
-def find(data: bytes, path: str) -> Iterator[Hit]:
-    """Hits (value span, value) for random-looking values after a secret name in `data`."""
+def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[Hit]:
+    """Hits (value span, value) for random-looking values after a secret name in `data`.
+    `ends`: end offsets of SHAPE's matches in `data` (the engine's Hyperscan pass reports them),
+    or None to search the whole text with RE2; both give the same hits."""
     pos = 0
-    for lo, hi in _windows(data):
+    for lo, hi in _windows(data, ends):
         lo = max(lo, pos)
         while lo < hi:
             m = _SHAPE_RE.search(data, lo, hi)
@@ -479,4 +457,4 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
 
 DETECTORS = (Detector("generic-keyword-context",
                       "Random-looking value next to a secret word (key, secret, token, password...)",
-                      KEYWORDS, find),)
+                      KEYWORDS, find, priority=CONTEXT, prefilter=SHAPE),)
