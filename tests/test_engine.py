@@ -10,7 +10,9 @@ import pytest
 
 from repoguard.credentials import redact
 from repoguard.credentials.engine import Engine, shannon_entropy
+from repoguard.credentials.priority import CONTEXT, GENERIC, STRUCTURAL, VENDOR
 from repoguard.credentials.rules import Allowlist, Rule, RuleSet, load_rules
+from repoguard.credentials.structural import all_detectors
 
 GH = "ghp_" + "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7"   # fake, format-valid (36 after prefix)
 GH2 = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
@@ -69,6 +71,34 @@ def test_keywords_gate_rules():
     eng = Engine(RuleSet(rules=(rule,)))
     assert eng.scan(b"code 123456", "a") == []
     assert _ids(eng.scan(b"PIN 123456", "a")) == ["r"]
+
+
+@pytest.mark.parametrize("backend", ["hyperscan", "re2"])
+def test_priority_is_the_declared_field(backend):
+    """On a shared span the finding of the lowest declared `priority` wins, whatever the rule ids
+    say (the engine names no rule id): a rule named like a generic one but declared VENDOR beats a
+    vendor-named rule declared CONTEXT, and the other way round."""
+    regex = r"pin=([0-9a-f]{12})"
+    text = b"pin=" + b"9f3a0c" + b"71be24\n"
+    for generic_like, vendor_like, winner in ((VENDOR, CONTEXT, "generic-zz"),
+                                              (CONTEXT, VENDOR, "acme-pin")):
+        rules = (Rule(id="acme-pin", description="", regex=regex, priority=vendor_like),
+                 Rule(id="generic-zz", description="", regex=regex, priority=generic_like))
+        eng = Engine(RuleSet(rules=rules), use_hyperscan=backend == "hyperscan", structural=False)
+        assert _ids(eng.scan(text, "a.py")) == [winner]
+
+
+def test_declared_priority_levels():
+    """Rules without a declared level get `default_priority`; detectors declare theirs, the
+    keyword-context detector the lowest (CONTEXT), and the engine keeps the declared value."""
+    assert Rule(id="generic-x", description="", regex="x").priority == GENERIC
+    assert Rule(id="x", description="", regex="x", source="rules/generic.toml").priority == GENERIC
+    assert Rule(id="acme-x", description="", regex="x").priority == VENDOR
+    levels = {d.id: d.priority for d in all_detectors()}
+    assert levels.pop("generic-keyword-context") == CONTEXT
+    assert set(levels.values()) == {STRUCTURAL}
+    eng = Engine(RuleSet(rules=()), use_hyperscan=False)
+    assert {c.rule.id: c.rule.priority for c in eng._det_compiled}["generic-keyword-context"] == CONTEXT
 
 
 @pytest.mark.parametrize("allow, text, allowed", [

@@ -8,11 +8,13 @@ import base64
 import hashlib
 import os
 import random
+import re
 import string
 import uuid
 
 import pytest
 
+from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.engine import Engine, hyperscan
 from repoguard.credentials.rules import RuleSet, load_rules
 from repoguard.credentials.structural import keyword_context as kc
@@ -125,6 +127,35 @@ def test_detector_knows_the_rules_assignment_fragment(hs_engine, backend, shape)
     # the same shapes with a word or a placeholder as value stay quiet
     for word in ("AcmeTokenProvider", "your_api_key_here_0123456789"):
         assert hits(shape.format(v=word).encode()) == [], (shape, word)
+
+
+@pytest.mark.parametrize("name", ["ACME_API_KEY", "acme_tkn", "acmeSecret"])
+def test_whitespace_before_the_operator_is_bounded_alike(hs_engine, name):
+    """ASSIGN's whitespace runs hold at most WS_MAX spaces: with WS_MAX spaces before `=` the value
+    is found, with 300 (past the detector's window) or 1 100 (past a rule's 1 024-byte window) it
+    is consistently not found, by the Hyperscan engine (confirmation in windows before the hits)
+    and the RE2 engine (the whole text) alike, and by the detector on both of its paths."""
+    re2_engine = Engine(RULES, use_hyperscan=False)
+    v = tok("ws" + name, 32)
+    for n, expected in ((WS_MAX, True), (300, False), (1100, False)):
+        text = f'{name}{" " * n}= "{v}"\n'.encode()
+        fs = [(f.rule_id, f.start, f.end) for f in hs_engine.scan(text, "app/settings.py")]
+        assert fs == [(f.rule_id, f.start, f.end) for f in re2_engine.scan(text, "app/settings.py")], n
+        assert bool(fs) == expected and all(text[a:b] == v.encode() for _, a, b in fs), (n, fs)
+        windowed = [(h.start, h.end) for h in kc.find(text, "a.py", shape_ends(hs_engine, text))]
+        assert windowed == [(h.start, h.end) for h in kc.find(text, "a.py")], n
+        assert bool(windowed) == expected, n
+
+
+def test_shape_fits_its_window():
+    """Every repetition in SHAPE is bounded and WINDOW is its longest match, so the windows before
+    the prefilter's match ends hold every match (the Hyperscan path equals the RE2 path)."""
+    assert "[ \\t]*" not in ASSIGN and "[ \\t]+" not in ASSIGN
+    assert re.compile(ASSIGN).match(" " * (WS_MAX + 1) + "=") is None
+    assert 4 * WS_MAX < kc.WINDOW <= 1024
+    longest = b"key" + b"_" * 30 + b" " * WS_MAX + b":" + b" " * WS_MAX + b"String" + b" " * WS_MAX + b"="
+    longest += b" " * WS_MAX + b'"' + b"ab " * 2 + b"0"
+    assert kc._SHAPE_RE.fullmatch(longest) and len(longest) <= kc.WINDOW
 
 
 def test_vendor_name_and_secret_word_shapes(engine):
