@@ -3,10 +3,14 @@
 Pipeline for one text (bytes):
 1. one Hyperscan pass over the whole text with every rule regex, every keyword (as a caseless
    literal reported once), two blob detectors (base64, hex) and the structural detectors'
-   prefilters (`Detector.prefilter`) in a single database — the Nosey Parker design. Hyperscan and RE2 are automata: no input makes them backtrack. Without
-   Hyperscan, an Aho-Corasick automaton (pyahocorasick) finds the keywords and RE2 runs each
-   candidate rule (linear time each).
-2. gitleaks' keyword semantics: a rule with keywords counts only when one of them occurs.
+   prefilters (`Detector.prefilter`) in a single database — the Nosey Parker design. Hyperscan
+   and RE2 are automata: no input makes them backtrack. Without Hyperscan, an Aho-Corasick
+   automaton (pyahocorasick) finds the keywords, RE2 runs each candidate rule and each triggered
+   detector searches the whole text (linear time each).
+2. gitleaks' keyword semantics: a rule with keywords counts only when one of them occurs; a
+   structural detector runs when one of its triggers occurs (and, with a prefilter, near its
+   prefilter's matches only). When several rules and detectors claim one span, the finding of the
+   lowest declared priority is kept (`credentials.priority`).
 3. confirmation: RE2 on a small window around each hit end extracts the capture group; then
    Shannon entropy, allowlists (regexes on secret/match/line, stopwords, paths, commits, AND/OR),
    and inline `repoguard:allow` / `gitleaks:allow` on the line.
