@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 import re2
@@ -307,7 +308,16 @@ class Engine:
         if self.hs_db is not None:
             raw: list[tuple[int, int]] = []
             append = raw.append
-            self.hs_db.scan(data, match_event_handler=lambda i, f, t, fl, ctx: append((i, t)))
+            det = defaultdict(list)
+            base = self._det_base
+
+            def on_match(i, _from, t, _flags, _ctx):  # a prefilter can report an end per byte:
+                if i < base:                          # its ends skip the tuple and loop below
+                    append((i, t))
+                else:
+                    det[i].append(t)
+
+            self.hs_db.scan(data, match_event_handler=on_match)
             present: set[str] = set()
             nrules = self._kw_base
             for i, t in raw:
@@ -315,10 +325,9 @@ class Engine:
                     hits.setdefault(i, []).append(t)
                 elif i < self._blob_b64:
                     present.add(self.keywords[i - nrules])
-                elif i < self._det_base:
-                    blobs.append(("base64" if i == self._blob_b64 else "hex", t))
                 else:
-                    det_ends.setdefault(i - self._det_base, []).append(t)
+                    blobs.append(("base64" if i == self._blob_b64 else "hex", t))
+            det_ends = {i - base: ends for i, ends in det.items()}
             allowed = self._allowed_rules(present)
             hits = {i: ends for i, ends in hits.items() if i in allowed}
             for i in self._re2_only:

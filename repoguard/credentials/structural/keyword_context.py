@@ -75,12 +75,14 @@ _WS1 = rb"[ \t]{1,%d}" % WS_MAX
 # Terraform `variable "acme_token" {\n  default = "v"`: the block's default is the value.
 _TF = rb"[\"']?" + _WS + rb"\{\s{0,40}default" + _WS + b"=" + _WS + rb"\""
 # keyword, rest of the name, a separator (assignment, call, flag, phrase or glue), up to two
-# words, then a value with a digit in its first 25 characters. Every repetition is bounded.
+# words, then a value with a digit in its first 25 characters (matched up to its first digit:
+# the same starts as up to any digit, one reported end instead of one per digit). Every
+# repetition is bounded.
 SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode()
          + rb"|[\\\"'`\])]{0,3}" + _WS + rb"(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)" + _WS
          + rb"(?:\r?\n" + _WS + rb")?[\\\"'`(\[]{0,3}" + _WS
          + rb"|[-_.]|[\"']" + _WS1 + b"value" + _WS + b"=" + _WS + rb"[\"']|" + _TF
-         + rb")(?:[a-z]{2,16}" + _WS1 + rb"){0,2}[a-z0-9+/_=~.-]{0,24}[0-9]")
+         + rb")(?:[a-z]{2,16}" + _WS1 + rb"){0,2}[a-z+/_=~.-]{0,24}[0-9]")
 # Bytes before a SHAPE match end where the match can start (all its characters are ASCII): the
 # RE2 search window before each end the prefilter reports.
 WINDOW = _sre_parse.parse(SHAPE).getwidth()[1]
