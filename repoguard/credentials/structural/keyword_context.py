@@ -158,6 +158,7 @@ _WELL_KNOWN = frozenset((
 # RFC 4122's example UUID (123e4567-e89b-12d3-a456-426614174000) and its hand-edited variants.
 _SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
 
+
 def _words(name: bytes) -> list[bytes]:
     return [w.lower() for w in _WORD_SPLIT.findall(name)]
 
