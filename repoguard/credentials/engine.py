@@ -355,11 +355,15 @@ class Engine:
 
     def _confirm(self, i: int, c: _Compiled, data: bytes, ends: list[int]) -> list[tuple]:
         """RE2 matches in small windows around the hit ends, as (rule index, match start, match
-        end, secret start, secret end, secret). Windows never overlap what an earlier window
-        matched, and every search is bounded, so one 100 MB line stays linear."""
+        end, secret start, secret end, secret). A window reaches back the rule's longest match
+        (`reach`) from its end, so it holds every match ending there even when an earlier window
+        covered that match's start (windows may overlap by at most `reach`); an end inside an
+        earlier window opens none. Each window advances past the previous one and every search is
+        bounded, so one 100 MB line stays linear."""
         found: dict[tuple[int, int], tuple] = {}
         groups = c.confirm.groups
         g0 = c.rule.secret_group
+        w = 0
         if ends == [-1]:
             windows = [(0, len(data))]
         else:
@@ -369,7 +373,7 @@ class Engine:
             for e in sorted(set(ends)):
                 if e <= covered:
                     continue
-                lo = max(0, e - w, covered)
+                lo = max(0, e - w)
                 if c.multiline:
                     s, t = lo, min(len(data), e + 256)
                 else:
@@ -382,14 +386,26 @@ class Engine:
                 covered = t
         for s, t in windows:
             chunk = data[s:t] if (s, t) != (0, len(data)) else data
+            cut = t < len(data) and data[t:t + 1] != b"\n"  # the window ends inside a line
             for m in c.confirm.finditer(chunk):
                 if m.end() <= m.start():
                     continue
+                ms = s + m.start()
+                if cut and s + m.end() == t:
+                    # `$` matched at the cut: the value may go on. Match again from the same
+                    # start over the rule's longest match, which holds the whole of it.
+                    m = c.confirm.search(data[ms:min(len(data), ms + w + 1)])
+                    if m is None or m.start() != 0 or m.end() <= 0:
+                        continue
+                    base = ms
+                else:
+                    base = s
                 g = g0 or next((k for k in range(1, groups + 1) if m.group(k)), 0)
                 a, b = m.span(g)
                 if a < 0:
                     continue
-                found[(s + m.start(), s + m.end())] = (i, s + m.start(), s + m.end(), s + a, s + b, m.group(g))
+                found[(base + m.start(), base + m.end())] = (
+                    i, base + m.start(), base + m.end(), base + a, base + b, m.group(g))
         return list(found.values())
 
     def _line_context(self, data: bytes, s: int, e: int) -> bytes:
