@@ -37,7 +37,7 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
 from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.priority import GENERIC, VENDOR
-from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2
+from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2, max_width
 from repoguard.credentials.structural import all_detectors
 from repoguard.credentials.triage import location, severity
 
@@ -64,19 +64,10 @@ class _Compiled:
 
 
 def _max_width(pattern: str, cap: int) -> int:
-    """An upper bound on a match's length in bytes (at most `cap`), from Python's regex parser
-    after translating the RE2-only syntax; `cap` when unbounded or unparsable."""
-    try:
-        try:
-            from re import _parser as sre_parse
-        except ImportError:  # Python 3.10
-            import sre_parse  # type: ignore[no-redef]
-        p = re.sub(r"\(\?-?[ims]+\)", "", pattern)
-        p = re.sub(r"\(\?-?[ims]+:", "(?:", p).replace(r"\z", "$").replace("[[:alnum:]]", "[A-Za-z0-9]")
-        hi = sre_parse.parse(p).getwidth()[1]
-    except Exception:  # syntax Python does not know: keep the rule's window
-        return cap
-    return min(cap, 4 * hi)  # characters → UTF-8 bytes
+    """An upper bound on a match's length in bytes (at most `cap`; `cap` when unbounded or
+    unparsable)."""
+    hi = max_width(pattern)
+    return cap if hi is None else min(cap, 4 * hi)  # characters → UTF-8 bytes
 
 
 def _hs_expr(pattern: str) -> bytes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,24 @@ DEFAULT_WINDOW = 1024
 def compile_re2(pattern: str, as_bytes: bool = True):
     """RE2-compiled `pattern` (on bytes by default), cached: validation and the engine share it."""
     return re2.compile(pattern.encode() if as_bytes else pattern)
+
+
+def max_width(pattern: str) -> int | None:
+    """The longest match of `pattern` in characters, from Python's regex parser after translating
+    the RE2-only syntax (inline flags, `\\z`, `[[:alnum:]]`); None when unbounded or unparsable.
+    The engine's Hyperscan windows and the keyword-context detector's windows use it: a window
+    that reaches back this far from a match end holds the whole match."""
+    try:
+        try:
+            from re import _parser as sre_parse
+        except ImportError:  # pragma: no cover - Python 3.10
+            import sre_parse  # type: ignore[no-redef]
+        p = re.sub(r"\(\?-?[ims]+\)", "", pattern)
+        p = re.sub(r"\(\?-?[ims]+:", "(?:", p).replace(r"\z", "$").replace("[[:alnum:]]", "[A-Za-z0-9]")
+        hi = sre_parse.parse(p).getwidth()[1]
+    except Exception:  # syntax Python does not know
+        return None
+    return None if hi >= sre_parse.MAXREPEAT else hi
 
 
 @dataclass(frozen=True)

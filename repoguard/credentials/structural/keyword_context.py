@@ -59,13 +59,9 @@ import re2
 from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.priority import CONTEXT
+from repoguard.credentials.rules import max_width
 from repoguard.credentials.structural import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
-
-try:
-    from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
             b"credential", b"auth", b"access", b"private", b"key")
@@ -85,7 +81,7 @@ SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode()
          + rb")(?:[a-z]{2,16}" + _WS1 + rb"){0,2}[a-z+/_=~.-]{0,24}[0-9]")
 # Bytes before a SHAPE match end where the match can start (all its characters are ASCII): the
 # RE2 search window before each end the prefilter reports.
-WINDOW = _sre_parse.parse(SHAPE).getwidth()[1]
+WINDOW = max_width(SHAPE.decode())
 _TF_DEFAULT = re.compile(_TF)
 # The rules' assignment fragment (Makefile `::=`/`?=`, PHP `.=`, typed `var N string =`, `N[] =`,
 # XML element with the value on the next line); a comma stays with the loop in `_value_after`,
