@@ -77,7 +77,7 @@ def clear_runs(ledger_path: str | Path) -> list[ClearRun]:
     would hide an exposure). Raises PolicyError when the chain or a clear-phase file fails
     verification."""
     from repoguard.accounting.ledger import read_entries, verify
-    from repoguard.accounting.ledger_io import _check_side
+    from repoguard.accounting.ledger_io import check_side_file
 
     path = Path(ledger_path)
     check = verify(path, side_files=False)
@@ -91,7 +91,7 @@ def clear_runs(ledger_path: str | Path) -> list[ClearRun]:
             continue
         key = (str(ref.get("file")), str(ref.get("sha256")))
         if key not in checked:
-            bad = _check_side(path, ref, f"{path}:{e.get('seq', 0) + 1}", "clear-phase ids")
+            bad = check_side_file(path, ref, f"{path}:{e.get('seq', 0) + 1}", "clear-phase ids")
             if bad:
                 raise PolicyError(f"{bad[0]}; refusing to plan against it")
             checked.add(key)

@@ -58,10 +58,10 @@ from typing import Sequence
 
 from repoguard.accounting import ledger_state as ls
 from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the ledger's public API)
-    CLEAR_VERSION, GENESIS, LEDGER_VERSION, READABLE_VERSIONS, STATUSES, _chain, _check_side,
-    _head_path, _locked, _shared, canonical, clear_caches, entry_hash, entry_run, entry_secrets,
-    read_entries, side_dir)
-from repoguard.accounting.ledger_verify import _state_from_entries, verify  # noqa: F401
+    CLEAR_VERSION, GENESIS, LEDGER_VERSION, READABLE_VERSIONS, STATUSES, canonical, check_side_file,
+    clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
+    read_entries, shared_lock, side_dir)
+from repoguard.accounting.ledger_verify import state_from_entries, verify  # noqa: F401
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError, PolicyError
 
@@ -136,7 +136,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
     if fields.get("status") not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {fields.get('status')!r}")
     run = secrets if isinstance(secrets, ls.Run) else ls.Run.from_dict(secrets)
-    with _locked(path):
+    with exclusive_lock(path):
         check = verify(path, side_files=False)
         if not check["ok"]:
             raise PolicyError(f"{path}: refusing to append to a ledger that fails verification: {check['problems'][0]}")
@@ -163,7 +163,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
         rid = str(fields["run_id"])
         if last.get(rid) == "completed" or (prev_summary is None and entries):
             # a completed run recorded again, or a format-1 ledger: compose from the entries
-            state = _state_from_entries(path, entries + [entry])
+            state = state_from_entries(path, entries + [entry])
         elif fields["status"] == "completed":
             state = ls.read_state(d / prev_summary["file"]) if prev_summary else ls.State()
             state.add(run)
@@ -182,7 +182,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
             os.fsync(fd)
         finally:
             os.close(fd)
-        atomic_write_json(_head_path(path), {"count": n + 1, "last_hash": entry["hash"]})
+        atomic_write_json(head_path(path), {"count": n + 1, "last_hash": entry["hash"]})
         for f in d.glob("summary-*.parquet"):     # superseded checkpoints
             if f.name != entry["summary"]["file"]:
                 f.unlink(missing_ok=True)
@@ -199,7 +199,7 @@ def _verified_entries(path: Path) -> list[dict]:
     if not check["ok"]:
         raise PolicyError(f"{path}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it")
-    return _chain(path)[0]
+    return read_chain(path)[0]
 
 
 def _last_per_run(entries: list[dict], skip_run: str | None) -> list[dict]:
@@ -228,7 +228,7 @@ def spending_state(ledger_path: str | Path, *, skip_run: str | None = None) -> l
     entries (pairs merged as the summary's are). Raises PolicyError if the ledger fails
     verification."""
     path = Path(ledger_path)
-    with _shared(path):
+    with shared_lock(path):
         entries = _verified_entries(path)
         if not entries:
             return ls.State()
@@ -248,7 +248,7 @@ def spending_state(ledger_path: str | Path, *, skip_run: str | None = None) -> l
             if e.get("status") == "completed" or e["run_id"] == skip_run:
                 continue
             if "spending" in e:
-                bad = _check_side(path, e["spending"], f"{path}:{e['seq'] + 1}", "spending")
+                bad = check_side_file(path, e["spending"], f"{path}:{e['seq'] + 1}", "spending")
                 if bad:
                     raise PolicyError(f"{bad[0]}; refusing to plan against it")
             state.add(entry_run(path, e))

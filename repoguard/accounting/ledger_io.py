@@ -38,7 +38,8 @@ def entry_hash(entry: dict) -> str:
     return hashlib.sha256(canonical({k: v for k, v in entry.items() if k != "hash"})).hexdigest()
 
 
-def _head_path(path: Path) -> Path:
+def head_path(path: Path) -> Path:
+    """The ledger's head file (entry count and last hash), beside it: `ledger.jsonl.head`."""
     return path.with_name(path.name + ".head")
 
 
@@ -73,7 +74,9 @@ _held = threading.local()      # ledger files this thread holds a lock on (flock
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[Any]:
+def exclusive_lock(path: Path) -> Iterator[Any]:
+    """Exclusive lock on the ledger while a writer appends; a `shared_lock` taken inside it by the
+    same thread is then a no-op (flock is per open file: a second lock would wait on the first)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+b")
     key = str(Path(path).resolve())
@@ -89,7 +92,7 @@ def _locked(path: Path) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _shared(path: Path) -> Iterator[None]:
+def shared_lock(path: Path) -> Iterator[None]:
     """Shared lock on the ledger while a reader reads it and its side files, so an append (which
     replaces the summary and deletes the superseded one) never runs in between. A no-op when the
     ledger does not exist or this thread already holds a lock on it."""
@@ -126,13 +129,13 @@ def _file_key(path: Path) -> tuple | None:
     except FileNotFoundError:
         return None
     try:
-        head = _head_path(path).read_bytes()
+        head = head_path(path).read_bytes()
     except FileNotFoundError:
         head = None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, head)
 
 
-def _chain(path: Path) -> tuple[list[dict], list[str], list[str], str]:
+def read_chain(path: Path) -> tuple[list[dict], list[str], list[str], str]:
     """(entries, chain problems, notes, last hash) of the ledger file: every line parsed, the
     chain, sequence, hashes, versions and head checked. Cached per process by `_file_key`, so a
     command that reads the ledger several times parses and hashes it once. Raises PolicyError for
@@ -155,8 +158,8 @@ def read_entries(ledger_path: str | Path) -> list[dict]:
     """Parse every line; raises PolicyError naming the line on a torn or corrupt line. (The
     entries are shared with this process's cache: do not modify them.)"""
     path = Path(ledger_path)
-    with _shared(path):
-        return list(_chain(path)[0])
+    with shared_lock(path):
+        return list(read_chain(path)[0])
 
 
 def _parse(path: Path) -> list[dict]:
@@ -198,7 +201,7 @@ def _check_chain(path: Path, entries: list[dict]) -> tuple[list[str], list[str],
             problems.append(f"{where}: ledger format {e.get('v')!r} is not one this version reads "
                             f"({', '.join(map(str, READABLE_VERSIONS))}); upgrade repoguard")
         prev = e.get("hash", "")
-    head = _head_path(path)
+    head = head_path(path)
     if head.exists():
         try:
             h = json.loads(head.read_text())
@@ -236,7 +239,7 @@ def _digest(f: Path) -> str:
     return got
 
 
-def _check_side(path: Path, ref, where: str, what: str) -> list[str]:
+def check_side_file(path: Path, ref, where: str, what: str) -> list[str]:
     """Problems with one side file named by an entry: missing, or its SHA-256 differs."""
     try:
         f = side_dir(path) / str(ref["file"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from repoguard.accounting import ledger_state as ls
-from repoguard.accounting.ledger_io import _chain, _check_side, _shared, entry_run, side_dir
+from repoguard.accounting.ledger_io import read_chain, check_side_file, shared_lock, entry_run, side_dir
 from repoguard.errors import PolicyError
 
 
@@ -18,9 +18,9 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
     Returns {"ok", "entries", "problems": [str], "notes": [str], "last_hash"}; never raises for
     tampering (the caller decides), only for unreadable files."""
     path = Path(ledger_path)
-    with _shared(path):
+    with shared_lock(path):
         try:
-            entries, chain_problems, notes, last = _chain(path)
+            entries, chain_problems, notes, last = read_chain(path)
         except PolicyError as exc:
             return {"ok": False, "entries": None, "problems": [str(exc)], "notes": [], "last_hash": None}
         problems = list(chain_problems)
@@ -28,9 +28,9 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
         for k, e in enumerate(entries):
             where = f"{path}:{k + 1}"
             if "spending" in e and (side_files or k == len(entries) - 1):
-                problems += _check_side(path, e["spending"], where, "spending")
+                problems += check_side_file(path, e["spending"], where, "spending")
             if "summary" in e and k == len(entries) - 1:
-                problems += _check_side(path, e["summary"], where, "summary")
+                problems += check_side_file(path, e["summary"], where, "summary")
             if "clear" in e and (side_files or k == len(entries) - 1) and repr(e["clear"]) not in clear_seen:
                 clear_seen.add(repr(e["clear"]))       # a run's records share one file: hash it once
                 problems += _check_clear(path, e["clear"], where, deep=deep)
@@ -43,7 +43,7 @@ def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = Fal
 def _check_clear(path: Path, ref, where: str, *, deep: bool) -> list[str]:
     """Problems with a clear-phase ids file: missing or edited (digest), and with `deep` ids
     that no longer hash to the file's content-addressed name."""
-    bad = _check_side(path, ref, where, "clear-phase ids")
+    bad = check_side_file(path, ref, where, "clear-phase ids")
     if bad or not deep:
         return bad
     from repoguard.accounting.clear_ids import check_content
@@ -54,7 +54,7 @@ def _check_clear(path: Path, ref, where: str, *, deep: bool) -> list[str]:
 
 def _deep_check(path: Path, entries: list[dict]) -> list[str]:
     """The newest summary against the state recomputed from every entry's spending file."""
-    want = _state_from_entries(path, entries)
+    want = state_from_entries(path, entries)
     try:
         have = ls.read_state(side_dir(path) / entries[-1]["summary"]["file"])
     except (OSError, ValueError, KeyError, IndexError) as exc:
@@ -105,7 +105,7 @@ def _same_parts(want: ls.State, wi: np.ndarray, have: ls.State, hi: np.ndarray) 
     return ok
 
 
-def _state_from_entries(path: Path, entries: list[dict]) -> ls.State:
+def state_from_entries(path: Path, entries: list[dict]) -> ls.State:
     """Carried-forward state after `entries` (completed runs only), computed from scratch."""
     last: dict[str, dict] = {}
     for e in entries:
