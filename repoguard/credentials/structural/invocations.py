@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit, first_group
+from repoguard.credentials.structural import Detector, Hit, group_hits
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _ARG = rb"(?:\"([^\"\n]{1,128})\"|'([^'\n]{1,128})'|([^\s\"'|;&`]{1,128}))"
@@ -39,12 +39,7 @@ def _literal(value: bytes) -> bool:
 
 def _find(rx) -> Callable[[bytes, str], Iterator[Hit]]:
     """A detector's `find`: the first non-empty group of each `rx` match, when it is a literal."""
-    def find(data: bytes, path: str) -> Iterator[Hit]:
-        for m in rx.finditer(data):
-            g = first_group(m)
-            if g and _literal(m.group(g)):
-                yield Hit(*m.span(g), m.group(g))
-    return find
+    return lambda data, path: group_hits(rx, data, _literal)
 
 
 DETECTORS = (
