@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import logging
 import sys
+import warnings
 from typing import Sequence
 
 from repoguard import __version__
@@ -57,13 +58,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LIBRARIES = ("torch", "torch._subclasses.fake_tensor", "transformers", "peft", "opacus", "accelerate",
+             "matplotlib", "spacy", "tree_sitter_languages", "urllib3")
+
+
 def _configure_logging(verbose: int, quiet: bool) -> None:
+    """Our log lines at INFO (WARNING with -q, DEBUG with -vv); library log lines and Python
+    warnings (FutureWarning/DeprecationWarning of transformers, torch, peft…) only with -vv,
+    unless the user set their own `-W`/PYTHONWARNINGS filters, which are left alone."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
-    # Libraries log at INFO too: torch's FakeTensor registers an atexit dump of its cache stats
-    # that printed after "repoguard: interrupted". Their INFO only with -vv.
-    for name in ("torch", "torch._subclasses.fake_tensor", "transformers", "peft", "opacus", "matplotlib"):
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
+    # Libraries log at INFO/WARNING too: torch's FakeTensor registers an atexit dump of its cache
+    # stats that printed after "repoguard: interrupted", transformers announces deprecations.
+    for name in LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose > 1 else logging.ERROR)
+    if sys.warnoptions:
+        return
+    if verbose > 1:
+        warnings.simplefilter("default")
+        return
+    for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    # UserWarnings raised inside a library (Opacus hooks, torch) are the library's business.
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"(?!repoguard)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

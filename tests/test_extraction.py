@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from audit_helpers import SECRET, canary_pair, one_thread
-from repoguard.audit.extraction import PUBLIC, clamp_lengths, extractable, measure
+from repoguard.audit.extraction import PUBLIC, clamp_lengths, extractable, measure, reference_note
 from repoguard.errors import InputError
 
 
@@ -49,6 +49,18 @@ def test_no_dp_extracts_the_planted_examples_dp_does_not(pair):
     assert g["dp"] == 0.0
     pub = res["groups"][PUBLIC]
     assert pub["n_sampled"] == 22 and pub["no-dp"] <= g["no-dp"] - 0.5 and pub["dp"] <= 0.1
+    # The comparison rests on a margin, not on an argmax that float rounding decides (issue 25:
+    # a reference at p ≈ 0.3 per token extracted 22/22 with AVX-512 kernels and 0/22 with AVX2).
+    assert g["p_target_no-dp"] >= 0.6 and g["p_target_dp"] <= 0.1
+    assert res["reference"] == ""
+
+
+def test_reference_note_flags_a_reference_that_memorised_nothing():
+    groups = {"alpha": {"dp": 0.0, "no-dp": 0.05}, "beta": {"dp": 0.0, "no-dp": None}, PUBLIC: {"dp": 0.0, "no-dp": 0.9}}
+    note = reference_note(groups)
+    assert "memorised too little" in note and "5 %" in note
+    assert reference_note({**groups, "gamma": {"dp": 0.0, "no-dp": 0.5}}) == ""
+    assert reference_note({PUBLIC: {"no-dp": 0.0}}) == ""        # no secret sampled: nothing to say
 
 
 @pytest.mark.slow

@@ -8,6 +8,14 @@ k + m exceeds the model's `max_length` (the embedded tiny model trains on short 
 scaled down in proportion and the result says so. Examples shorter than k + m tokens are skipped
 and counted.
 
+Exact-match extraction is an argmax test with no margin: a token whose probability is 0.3 under
+a flat distribution decides it as surely as one at 0.99, and then float rounding (AVX-512 vs AVX2
+kernels) can flip it. So each group also reports `p_target`, the mean over its sampled examples of
+the geometric-mean probability of the m true tokens given their teacher-forced prefix; and the
+document's `reference` says whether the --no-dp model memorised anything at all: a no-DP reference
+that extracts (almost) nothing cannot show what DP prevents, and the audit says so instead of
+reporting "0 % extractable" as if it were a finding.
+
 Output `OUT/audit/extraction.json` (format version 1).
 """
 from __future__ import annotations
@@ -50,6 +58,43 @@ def extractable(model, seqs, *, k: int, m: int, pad_id: int) -> np.ndarray:
     return np.all(gen == arr[:, k:k + m], axis=1)
 
 
+def target_probability(model, seqs, *, k: int, m: int) -> np.ndarray:
+    """Geometric-mean probability of tokens k..k+m−1 given everything before them (teacher
+    forced), per sequence (each of length ≥ k + m): shape (len(seqs),), values in (0, 1]."""
+    import torch
+
+    from repoguard.training.scoring import evaluating
+
+    if not len(seqs):
+        return np.zeros(0)
+    arr = np.stack([np.asarray(s[:k + m], dtype=np.int64) for s in seqs])
+    device = next(model.parameters()).device
+    out = np.empty(arr.shape[0])
+    with evaluating(model):
+        for b in range(0, arr.shape[0], 64):
+            x = torch.from_numpy(arr[b:b + 64]).to(device)
+            logp = torch.log_softmax(model(input_ids=x, use_cache=False).logits[:, k - 1:k + m - 1].float(), -1)
+            tok = logp.gather(-1, x[:, k:k + m, None])[..., 0]
+            out[b:b + x.shape[0]] = tok.mean(dim=1).exp().cpu().numpy()
+    return out
+
+
+# Below this fraction of secret examples extractable from the --no-dp model, the reference has not
+# memorised what the audit asks about, and a DP figure of 0 % says nothing.
+MIN_REFERENCE_EXTRACTION = 0.1
+
+
+def reference_note(groups: dict, label: str = "no-dp") -> str:
+    """"" when the --no-dp reference extracts ≥ MIN_REFERENCE_EXTRACTION of some secret's sampled
+    examples, else a one-line warning that the audit cannot show what DP prevents."""
+    rates = [g.get(label) for name, g in groups.items() if name != PUBLIC and g.get(label) is not None]
+    if not rates or max(rates) >= MIN_REFERENCE_EXTRACTION:
+        return ""
+    return (f"the --no-dp reference extracts at most {100 * max(rates):.0f} % of any secret's examples: it "
+            "memorised too little for this audit to show what DP prevents (train more --steps, a higher "
+            "learning rate, or adapt more modules with --lora-targets)")
+
+
 def sample_groups(plan, incidence, seqs, *, need: int, per_secret: int, max_secrets: int,
                   rng: np.random.Generator) -> tuple[dict[str, dict], int]:
     """{group: {"rows": sampled plan rows, "n_examples", "n_long_enough"}} for the `max_secrets`
@@ -77,24 +122,29 @@ def measure(runs, plan, incidence, *, k: int = 50, m: int = 50, max_length: int,
     """Fraction of sampled examples k-extractable, per group and per model in `runs.models`.
 
     Returns {"k", "m", "note", "groups": {group: {"n_examples", "n_long_enough", "n_sampled",
-    "<label>": fraction or None}}, "secrets_left_out"}."""
+    "<label>": fraction or None, "p_target_<label>": mean `target_probability` or None}},
+    "secrets_left_out", "reference": `reference_note` ("" when the --no-dp model memorised)}."""
     k2, m2, note = clamp_lengths(k, m, max_length)
     rng = np.random.default_rng(seed)
     groups, left_out = sample_groups(plan, incidence, runs.seqs, need=k2 + m2, per_secret=per_secret,
                                      max_secrets=max_secrets, rng=rng)
     rows_all = np.unique(np.concatenate([g["rows"] for g in groups.values()] or [np.zeros(0, int)])).astype(int)
-    hit = {}
+    hit, prob = {}, {}
     for label, model in runs.models.items():
-        res = extractable(model, [runs.seqs[i] for i in rows_all], k=k2, m=m2, pad_id=runs.tokenizer.pad_token_id)
+        seqs = [runs.seqs[i] for i in rows_all]
+        res = extractable(model, seqs, k=k2, m=m2, pad_id=runs.tokenizer.pad_token_id)
         hit[label] = dict(zip(rows_all.tolist(), res.tolist()))
+        prob[label] = dict(zip(rows_all.tolist(), target_probability(model, seqs, k=k2, m=m2).tolist()))
     out = {}
     for name, g in groups.items():
         row = {"n_examples": g["n_examples"], "n_long_enough": g["n_long_enough"], "n_sampled": int(g["rows"].size)}
         for label in runs.models:
             row[label] = (float(np.mean([hit[label][int(i)] for i in g["rows"]])) if g["rows"].size else None)
+            row[f"p_target_{label}"] = (float(np.mean([prob[label][int(i)] for i in g["rows"]]))
+                                        if g["rows"].size else None)
         out[name] = row
     return {"k": k2, "m": m2, "k_requested": k, "m_requested": m, "note": note, "groups": out,
-            "secrets_left_out": left_out}
+            "secrets_left_out": left_out, "reference": reference_note(out)}
 
 
 def run_extract_audit(*, out: Path, root: Path, cfg, k: int = 50, m: int = 50, per_secret: int = 20,

@@ -128,6 +128,8 @@ def run(args) -> int:
     elif not quiet:
         if doc["note"]:
             log.info("%s", doc["note"])
+        if doc.get("reference"):
+            log.warning("warning: %s", doc["reference"])
         for name, g in doc["groups"].items():
             log.info("%-40s dp %s  no-dp %s  (%d sampled)", name, _pct(g.get("dp")), _pct(g.get("no-dp")), g["n_sampled"])
         log.info("→ %s", out / "audit" / "extraction.json")

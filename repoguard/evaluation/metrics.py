@@ -158,23 +158,20 @@ def _token_stats(model, es: EvalSet, *, pad_id: int, micro_batch_size: int) -> d
 
 
 def _complete(model, task: LineTask, tokenizer, max_new_tokens: int) -> str:
-    """Greedy continuation of `task.prompt` up to the first newline (KV cache; at most
-    `max_new_tokens` tokens), trailing whitespace stripped."""
+    """Greedy continuation of `task.prompt` up to the first newline (at most `max_new_tokens`
+    tokens, stopping at EOS), trailing whitespace stripped.
+
+    Decoding goes through `model.generate`, which owns the KV cache: a hand-kept
+    `past_key_values` loop broke with the cache API's rename in transformers 5.x (deprecated
+    argument; once it is dropped each step would see only its own token)."""
     import torch
 
     device = next(model.parameters()).device
     ids = torch.as_tensor(task.prompt, device=device).unsqueeze(0)
-    past, new = None, []
-    for _ in range(max_new_tokens):
-        out = model(input_ids=ids, past_key_values=past, use_cache=True)
-        past = out.past_key_values
-        nxt = int(out.logits[0, -1].argmax())
-        new.append(nxt)
-        text = tokenizer.decode(new)
-        if "\n" in text or nxt == tokenizer.eos_token_id:
-            break
-        ids = torch.tensor([[nxt]], device=device)
-    text = tokenizer.decode(new, skip_special_tokens=True)
+    gen = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                         do_sample=False, pad_token_id=tokenizer.pad_token_id,
+                         eos_token_id=tokenizer.eos_token_id, stop_strings=["\n"], tokenizer=tokenizer)
+    text = tokenizer.decode(gen[0, ids.shape[1]:].tolist(), skip_special_tokens=True)
     return text.split("\n", 1)[0].rstrip()
 
 

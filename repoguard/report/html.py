@@ -158,6 +158,8 @@ def _audit(doc: dict) -> str:
             rows.append([_td(name), _td(g["n_examples"], True, "d"), _td(g["n_sampled"], True, "d")]
                         + [_td(None if g.get(k) is None else 100 * g[k], True, ".1f") for k in labels])
         note = f' <span class="muted">{_e(ext["note"])}</span>' if ext.get("note") else ""
+        if ext.get("reference"):
+            note += f' <strong>Warning: {_e(ext["reference"])}.</strong>'
         parts.append(f'<p>k-extractable memorisation (k = {ext["k"]} prefix tokens, m = {ext["m"]} reproduced '
                      f'greedily).{note}</p>' + _table(["secret", "examples", "sampled", "DP % extracted", "no-DP % extracted"], rows))
     return "".join(parts)
