@@ -1,0 +1,132 @@
+"""Issue 32, holes B, F, G and two small items, each reproduced on a real git repository:
+
+B. a codename in any text file (YAML, TOML, SQL, shell, an identifier) or in a file's path ties
+   the file; repoguard's own config, manifest and output are never training examples;
+F. an exposure by a clear phase survives a `git mv` of the file (matched by content, not path);
+G. a tracked directory replaced by a symlink is not followed out of the checkout;
+and `repoguard tag DIR`, and `[scan] rules` paths resolved the same way by `scan` and `analyze`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from analyzer_helpers import git, make_repo
+
+from repoguard.analyze import run_analyze
+from repoguard.cli import main
+from repoguard.config import load_config, parse_config
+from repoguard.corpus import build_corpus, load_corpus
+from repoguard.gitrepo import GitRepo, OutsideRoot
+
+FALCON = """
+[[secret]]
+id = "falcon"
+paths = ["secret/**"]
+codenames = ["Falcon", "Blue Heron"]
+[secret.propagate]
+imports = 0
+owners = false
+"""
+
+
+def _tied(out: Path, secret: str) -> set[str]:
+    """Files with an example tied to `secret` in the incidence at `out`."""
+    from repoguard.incidence import load_incidence
+
+    inc = load_incidence(out)
+    corpus = load_corpus(out)
+    j = [s.id for s in inc.secrets].index(secret)
+    col = inc.matrix.tocsc()[:, j]
+    rows = set(col.nonzero()[0])
+    return {p for p, idx in corpus.file_examples.items() if rows & set(idx)}
+
+
+# -- B: codenames everywhere ----------------------------------------------------------------------
+def test_codename_in_any_text_file_identifier_or_path_ties_the_file(tmp_path):
+    """Before: only comments/strings of 9 languages and doc files were read, so every file below
+    but the control ones was untied (w = 1, trained in the clear by a two-phase run's phase 1)."""
+    root = tmp_path / "r"
+    make_repo(root, {
+        "secret/model.py": "W = 1\n",
+        "config/blend.yaml": "weights:\n  falcon_blend: [0.2, 0.8]\n",
+        "config/settings.toml": "[FalconRefit]\nlr = 0.1\n",
+        "db/positions.sql": "SELECT * FROM FALCON_POSITIONS;\n",
+        "scripts/run.sh": "#!/bin/sh\nexport FALCON_BLEND=1\n",
+        "app/weights.py": "FALCON_BLEND_WEIGHTS = [0.1, 0.9]\n",           # an identifier, no prose
+        "app/heron.py": "class BlueHeronModel:\n    pass\n",                # two-word codename, camelCase
+        "app/heron2.py": "blueheron_rate = 3\n",                            # ... written as one word
+        "models/falcon-blend.json": "{\"a\": 1}\n",                         # the path names it
+        "Falcon2/notes.txt": "nothing\n",                                   # a directory, digit suffix
+        # controls: other words that merely contain the codename are not it
+        "birds/falconer.py": "falconer = 'a person who keeps falcons'\n",
+        "birds/heron.txt": "a blue heron\n",  # not a control: the words are the codename (case-insensitive)
+    })
+    out = tmp_path / "out"
+    run_analyze(GitRepo(root), parse_config(FALCON), out)
+    tied = _tied(out, "falcon")
+    assert tied == {"secret/model.py", "config/blend.yaml", "config/settings.toml", "db/positions.sql",
+                    "scripts/run.sh", "app/weights.py", "app/heron.py", "app/heron2.py",
+                    "models/falcon-blend.json", "Falcon2/notes.txt", "birds/heron.txt"}
+    from repoguard.incidence import load_incidence
+
+    reasons = {(e.path, e.reason) for e in load_incidence(out).evidence if e.analyzer == "codenames"}
+    assert ("models/falcon-blend.json", "path names codename 'Falcon'") in reasons
+    assert ("app/weights.py", "mentions codename 'Falcon' at line 1") in reasons
+
+
+def test_config_manifest_and_output_are_never_examples(tmp_path, capsys):
+    """Before: repoguard.toml (codenames, descriptions), .repoguard/sensitive.toml (which files
+    carry which secret) and a --config file in the checkout were untied examples at w = 1."""
+    root = tmp_path / "r"
+    make_repo(root, {
+        "repoguard.toml": FALCON,
+        "conf/guard.toml": FALCON.replace("paths =", 'description = "Falcon: our alpha blend"\npaths ='),
+        ".repoguard/sensitive.toml": '[files]\n"secret/model.py" = ["falcon"]\n',
+        "artefacts/old-report.json": "{\"secret\": \"falcon\"}\n",
+        "secret/model.py": "W = 1\n",
+        "public.py": "print('hello')\n",
+    })
+    rc = main(["analyze", "-q", "--json", "--config", str(root / "conf/guard.toml"),
+               "--out", str(root / "artefacts"), str(root)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    summary = json.loads(cap.out)
+    corpus = load_corpus(root / "artefacts")
+    assert sorted(corpus.files) == ["public.py", "secret/model.py"]
+    own = sorted(e.path for e in corpus.excluded if e.reason == "repoguard")
+    assert own == [".repoguard/sensitive.toml", "artefacts/old-report.json", "conf/guard.toml", "repoguard.toml"]
+    assert summary["left_out"]["repoguard"]["files"] == 4
+    assert "never training examples" in summary["left_out"]["repoguard"]["why"]
+    # a plain build (no config path given) still leaves out the default config and manifest
+    plain = build_corpus(GitRepo(root))
+    assert "repoguard.toml" not in plain.files and ".repoguard/sensitive.toml" not in plain.files
+
+
+# -- G: symlinks --------------------------------------------------------------------------------
+def test_directory_replaced_by_symlink_is_not_followed(tmp_path, caplog):
+    """Before: `etcconf/passwd` (tracked) read through `etcconf` → an outside directory entered the
+    corpus, so the outside file's text was trained."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:OUTSIDE-MARKER\n")
+    root = tmp_path / "r"
+    make_repo(root, {"etcconf/passwd": "placeholder\n", "a.py": "x = 1\n"})
+    (root / "etcconf" / "passwd").unlink()
+    (root / "etcconf").rmdir()
+    (root / "etcconf").symlink_to(outside, target_is_directory=True)
+    repo = GitRepo(root)
+    corpus = build_corpus(repo)
+    assert corpus.files == ["a.py"]
+    ex = {e.path: e for e in corpus.excluded}
+    assert ex["etcconf/passwd"].reason == "symlink" and "etcconf" in ex["etcconf/passwd"].detail
+    assert "below a directory replaced by a symlink" in caplog.text
+    for text in (corpus.text(e) for e in corpus.examples):
+        assert "OUTSIDE-MARKER" not in text
+    with pytest.raises(OutsideRoot):
+        repo.read_working_file("etcconf/passwd")
+    # and through the analyze stage: the summary states it
+    res = run_analyze(repo, parse_config(FALCON), tmp_path / "out")
+    assert res.summary["left_out"]["symlink"]["paths"] == ["etcconf/passwd"]
