@@ -130,3 +130,54 @@ def test_directory_replaced_by_symlink_is_not_followed(tmp_path, caplog):
     # and through the analyze stage: the summary states it
     res = run_analyze(repo, parse_config(FALCON), tmp_path / "out")
     assert res.summary["left_out"]["symlink"]["paths"] == ["etcconf/passwd"]
+
+
+# -- F: exposure after a rename -------------------------------------------------------------------
+RENAMED_SECRET = """
+
+[[secret]]
+id = "digest-moved"
+description = "declared over a file moved after a two-phase run trained it in the clear"
+paths = ["reports/moved_digest.py"]
+
+[secret.propagate]
+imports = 0
+owners = false
+codenames = false
+"""
+
+
+def test_exposure_survives_a_rename(fixture_repo_copy, capsys):
+    """Before: ids are `path#chunk@blob`, matched whole, so `git mv` then declaring the secret over
+    the new path gave "exposures: none" and `plan` planned as if nothing had been trained in the
+    clear."""
+    from repoguard.accounting.ledger import record_run
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import load_plan
+
+    repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
+    fast = ["--steps", "20", "--batch-size", "8", "--c", "1"]
+    assert main(["analyze", "-q", str(repo)]) == 0
+    assert main(["plan", "-q", str(repo), *fast]) == 0
+    inc, plan = load_incidence(out), load_plan(out)
+    tied = inc.matrix.getnnz(axis=1) > 0
+    row = {e: i for i, e in enumerate(plan.example_ids)}
+    public = [e for i, e in enumerate(inc.example_ids) if not tied[i] and not plan.test_mask[row[e]]]
+    old_ids = [e for e in public if e.startswith("reports/weekly_digest.py#")]
+    assert old_ids
+    record_run(out / "ledger.jsonl", plan, run_id="clear-1", steps_completed=plan.steps, status="completed",
+               clear_example_ids=public)
+
+    git(repo, "mv", "reports/weekly_digest.py", "reports/moved_digest.py")
+    cfg = repo / "repoguard.toml"
+    cfg.write_text(cfg.read_text() + RENAMED_SECRET)
+    assert main(["analyze", "-q", str(repo)]) == 0
+    capsys.readouterr()
+    rc = main(["plan", "--json", str(repo), *fast])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    line = err.strip().splitlines()[-1]
+    assert "digest-moved" in line and "clear-1" in line and "reports/moved_digest.py#0@" in line
+    rc, shown = main(["ledger", "show", str(repo), "--json"]), capsys.readouterr().out
+    (x,) = [x for x in json.loads(shown)["exposures"] if x["secret"] == "digest-moved"]
+    assert x["n_examples"] == len(old_ids) and x["run_id"] == "clear-1"
