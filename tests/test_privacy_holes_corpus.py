@@ -181,3 +181,58 @@ def test_exposure_survives_a_rename(fixture_repo_copy, capsys):
     rc, shown = main(["ledger", "show", str(repo), "--json"]), capsys.readouterr().out
     (x,) = [x for x in json.loads(shown)["exposures"] if x["secret"] == "digest-moved"]
     assert x["n_examples"] == len(old_ids) and x["run_id"] == "clear-1"
+
+
+# -- small items --------------------------------------------------------------------------------
+TAG_CONFIG = '[[secret]]\nid = "alpha"\npaths = ["secret/**"]\n'
+
+
+def test_tag_a_directory_tags_the_files_below_it(tmp_path, monkeypatch, capsys):
+    """Before: `repoguard tag .` took "." as a file, examined nothing and exited 0 silently."""
+    from repoguard.tagging import MANIFEST, read_manifest
+
+    root = tmp_path / "r"
+    make_repo(root, {"repoguard.toml": TAG_CONFIG, "secret/a.py": "A = 1\n", "lib/b.py": "B = 2\n",
+                     "other/c.py": "C = 3\n"})
+    monkeypatch.chdir(root)
+    assert main(["tag", "--json", "."]) == 1                  # the manifest changed: review it
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["examined"] == ["lib/b.py", "other/c.py", "repoguard.toml", "secret/a.py"]
+    assert read_manifest(root / MANIFEST) == {"secret/a.py": {"alpha": ["declared"]}}
+    (root / MANIFEST).unlink()
+    assert main(["tag", "--json", "secret/"]) == 1
+    assert json.loads(capsys.readouterr().out)["examined"] == ["secret/a.py"]
+    assert main(["tag", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "nosuch: not a file or directory in the git index" in err and "Traceback" not in err
+
+
+RULE = """
+[[rules]]
+id = "acme-internal-token"
+description = "ACME internal token"
+regex = '''\\b(acme_[a-z0-9]{24})\\b'''
+keywords = ["acme_"]
+"""
+
+
+def test_scan_rules_resolve_against_the_repository_in_scan_and_analyze(tmp_path, monkeypatch, capsys):
+    """Before: `[scan] rules = ["rules/acme.toml"]` was read from the repository by `scan` and from
+    the working directory by `analyze`: run elsewhere, analyze failed or loaded another file."""
+    root = tmp_path / "r"
+    make_repo(root, {
+        "repoguard.toml": '[scan]\nrules = ["ci/acme.toml"]\nuse_default_rules = false\n',
+        "ci/acme.toml": RULE,
+        "app/settings.py": "TOKEN = 'acme_a0b1c2d3e4f5g6h7i8j9k0l1'\n",
+    })
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rc = main(["scan", "--format", "json", str(root)])
+    found = json.loads(capsys.readouterr().out)
+    assert rc == 1 and {f["rule_id"] for f in found["findings"]} == {"acme-internal-token"}
+    rc = main(["analyze", "-q", "--json", str(root)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    secrets = json.loads(cap.out)["per_secret"]
+    assert [s for s in secrets if s.startswith("credential:acme-internal-token:")]
