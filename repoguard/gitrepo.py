@@ -194,10 +194,11 @@ class GitRepo:
                      ", ".join(submodules[:3]) + (", …" if len(submodules) > 3 else ""))
         return files
 
-    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+    def read_working_file(self, path: str, *, max_bytes: int | None = None, links_inside: bool = False) -> bytes:
         """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell).
-        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`)."""
-        return read_inside(self.root, path, max_bytes)
+        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`; with
+        `links_inside`, only for one leading out of the checkout)."""
+        return read_inside(self.root, path, max_bytes, links_inside=links_inside)
 
     # -- blobs ----------------------------------------------------------------------------------
     def read_blob(self, sha: str) -> bytes:
@@ -367,10 +368,11 @@ class PlainDir:
                 files.append(TrackedFile(path=rel, blob_sha="", mode=mode))
         return files
 
-    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
+    def read_working_file(self, path: str, *, max_bytes: int | None = None, links_inside: bool = False) -> bytes:
         """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell).
-        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`)."""
-        return read_inside(self.root, path, max_bytes)
+        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`; with
+        `links_inside`, only for one leading out of the checkout)."""
+        return read_inside(self.root, path, max_bytes, links_inside=links_inside)
 
 
 def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo | PlainDir:
@@ -414,17 +416,24 @@ def symlinked_component(root: str | os.PathLike, rel: str, cache: dict | None = 
 
 
 def read_inside(root: str | os.PathLike, rel: str, max_bytes: int | None = None,
-                cache: dict | None = None) -> bytes:
+                cache: dict | None = None, *, links_inside: bool = False) -> bytes:
     """Bytes of the working-tree file `rel` under `root` (at most `max_bytes` + 1, so a caller can
     tell it was longer), never through a symlink: raises `OutsideRoot` when the file or any
     directory above it is a symlink (even one pointing inside the checkout: git never tracks a
     file below a symlink, so such a path is a replaced directory), other OSErrors as `open` does.
-    The last component is opened with O_NOFOLLOW."""
+    The last component is opened with O_NOFOLLOW. `links_inside`: a symlink whose target lies
+    inside `root` is followed (metadata such as a linked `.github/CODEOWNERS`, never training
+    text); one leading outside is still refused."""
     link = symlinked_component(root, rel, cache)
+    full = os.path.join(root, rel)
     if link is not None:
+        real, top = os.path.realpath(full), os.path.realpath(root)
+        if links_inside and real.startswith(top.rstrip(os.sep) + os.sep):
+            with open(real, "rb") as fh:
+                return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
         what = "is a symlink" if link == rel else f"lies under {link}, a symlink"
         raise OutsideRoot(errno.ELOOP, f"{rel} {what}; symlinks are not followed")
-    fd = os.open(os.path.join(root, rel), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as fh:
         return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
 

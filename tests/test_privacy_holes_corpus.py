@@ -125,8 +125,17 @@ def test_directory_replaced_by_symlink_is_not_followed(tmp_path, caplog):
     assert "below a directory replaced by a symlink" in caplog.text
     for text in (corpus.text(e) for e in corpus.examples):
         assert "OUTSIDE-MARKER" not in text
+    for links_inside in (False, True):
+        with pytest.raises(OutsideRoot):
+            repo.read_working_file("etcconf/passwd", links_inside=links_inside)
+    # metadata linked inside the checkout (a CODEOWNERS symlink) is still read where allowed
+    (root / "docs").mkdir()
+    (root / "docs" / "CODEOWNERS").write_text("* @acme/x\n")
+    (root / ".github").mkdir()
+    (root / ".github" / "CODEOWNERS").symlink_to("../docs/CODEOWNERS")
+    assert repo.read_working_file(".github/CODEOWNERS", links_inside=True) == b"* @acme/x\n"
     with pytest.raises(OutsideRoot):
-        repo.read_working_file("etcconf/passwd")
+        repo.read_working_file(".github/CODEOWNERS")
     # and through the analyze stage: the summary states it
     res = run_analyze(repo, parse_config(FALCON), tmp_path / "out")
     assert res.summary["left_out"]["symlink"]["paths"] == ["etcconf/passwd"]
