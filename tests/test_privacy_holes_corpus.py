@@ -58,6 +58,7 @@ def test_codename_in_any_text_file_identifier_or_path_ties_the_file(tmp_path):
         "app/weights.py": "FALCON_BLEND_WEIGHTS = [0.1, 0.9]\n",           # an identifier, no prose
         "app/heron.py": "class BlueHeronModel:\n    pass\n",                # two-word codename, camelCase
         "app/heron2.py": "blueheron_rate = 3\n",                            # ... written as one word
+        "app/call.py": "x = f('\"\"\"Falcon notes.')\n",                     # punctuation glued to it
         "models/falcon-blend.json": "{\"a\": 1}\n",                         # the path names it
         "Falcon2/notes.txt": "nothing\n",                                   # a directory, digit suffix
         # controls: other words that merely contain the codename are not it
@@ -68,7 +69,7 @@ def test_codename_in_any_text_file_identifier_or_path_ties_the_file(tmp_path):
     run_analyze(GitRepo(root), parse_config(FALCON), out)
     tied = _tied(out, "falcon")
     assert tied == {"secret/model.py", "config/blend.yaml", "config/settings.toml", "db/positions.sql",
-                    "scripts/run.sh", "app/weights.py", "app/heron.py", "app/heron2.py",
+                    "scripts/run.sh", "app/weights.py", "app/heron.py", "app/heron2.py", "app/call.py",
                     "models/falcon-blend.json", "Falcon2/notes.txt", "birds/heron.txt"}
     from repoguard.incidence import load_incidence
 

@@ -11,8 +11,9 @@ astral-sh/ruff commit tied all 22 of its corpus files), so the bound is tighter 
 bulk-commit bound of 30. A mention anywhere in a file, its path included, ties the whole file
 (every example cut from it), as every analyzer but `credentials` does.
 
-How: text, paths and codenames are normalised the same way first (`words`: identifiers split at
-snake_case, kebab-case, dots, slashes, camelCase and letter→digit boundaries, so
+How: text, paths and codenames are normalised the same way first (`words`: split at every
+character that is not a letter or digit — snake_case, kebab-case, dots, slashes, quotes,
+brackets — and at camelCase and letter→digit boundaries, so
 `falcon_refit`, `FalconRefit`, `FALCON_REFIT_V2`, `falcon-refit.yaml` and `trading.falcon` all
 contain the words of "Falcon Refit"), then a spaCy `PhraseMatcher` on a blank English tokenizer
 matches the codenames case-insensitively (attr LOWER), as whole words: "falconer" and "falcons"
@@ -64,11 +65,13 @@ _PROSE_NODES = {
 }
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_./\\]+")
-# What `words` adds for matching: hyphens split too, and a letter→digit boundary (`falcon2`).
-_MATCH_SEPARATORS = re.compile(r"[-_./\\]+")
+# What `words` adds for matching: every character but letters, digits and newlines separates
+# words (hyphens, quotes, brackets: spaCy's tokenizer keeps `text('"""Falcon` in one token), and a
+# letter→digit boundary does too (`falcon2`).
+_MATCH_SEPARATORS = re.compile(r"(?:[^\w\n]|_)+")
 _DIGIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])")
 # Bumped when what is matched changes, so cached per-blob results of the old rule are not reused.
-MATCH_VERSION = 2
+MATCH_VERSION = 3
 
 
 def split_identifiers(text: str) -> str:
@@ -79,9 +82,10 @@ def split_identifiers(text: str) -> str:
 
 
 def words(text: str) -> str:
-    """What codenames are matched against (module doc): `split_identifiers`, and hyphens and
-    letter→digit boundaries split as well: `FALCON-blend_v2/falconRefit3` →
-    `FALCON blend v 2 falcon Refit 3`. Newlines are kept, so line numbers still hold."""
+    """What codenames are matched against (module doc): words split at every character that is
+    not a letter, digit or newline, at camelCase and at letter→digit boundaries:
+    `f('FALCON-blend_v2/falconRefit3')` → `f FALCON blend v 2 falcon Refit 3 `. Newlines are
+    kept, so line numbers still hold."""
     return _DIGIT.sub(" ", _CAMEL.sub(" ", _MATCH_SEPARATORS.sub(" ", text)))
 
 
