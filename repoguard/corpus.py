@@ -274,8 +274,8 @@ def build_corpus(repo: GitRepo | PlainDir, config: CorpusConfig | None = None, *
     """Build the corpus of `repo`'s tracked files (or of `paths`, a subset) from the working tree.
 
     repoguard's own files are left out with reason "repoguard": `PRIVATE_PATHS` and `private`
-    (the config file in use, the output directory: absolute, or relative to the repository root;
-    ones outside the checkout are ignored). Files are cut in `jobs` worker processes (default:
+    (the config file in use, the output directory: absolute, or relative to the working
+    directory; ones outside the checkout are ignored). Files are cut in `jobs` worker processes (default:
     all cores) when there are more than 2000; dedup and ids are assigned afterwards in file order,
     so the result does not depend on `jobs`. Raises InputError when `repo` cannot be listed."""
     config = config or CorpusConfig()
@@ -321,12 +321,13 @@ def build_corpus(repo: GitRepo | PlainDir, config: CorpusConfig | None = None, *
 
 def private_paths(root: str | os.PathLike, extra: Iterable[str | os.PathLike] = ()) -> tuple[str, ...]:
     """repoguard's own paths inside the checkout at `root`, repo-relative POSIX ("dir/" for a
-    directory): `PRIVATE_PATHS` plus each of `extra` (absolute or relative to `root`) that lies
-    inside `root`; a directory that exists is given with a trailing "/"."""
+    directory): `PRIVATE_PATHS` plus each of `extra` (absolute, or relative to the working
+    directory as `--config`/`--out` are given) that lies inside `root`; a directory that exists
+    is given with a trailing "/"."""
     base = Path(root).resolve()
     out = list(PRIVATE_PATHS)
     for p in extra:
-        full = Path(p) if Path(p).is_absolute() else base / p
+        full = Path(p).absolute()
         try:
             rel = full.resolve().relative_to(base).as_posix()
         except ValueError:

@@ -78,7 +78,7 @@ def test_codename_in_any_text_file_identifier_or_path_ties_the_file(tmp_path):
     assert ("app/weights.py", "mentions codename 'Falcon' at line 1") in reasons
 
 
-def test_config_manifest_and_output_are_never_examples(tmp_path, capsys):
+def test_config_manifest_and_output_are_never_examples(tmp_path, capsys, monkeypatch):
     """Before: repoguard.toml (codenames, descriptions), .repoguard/sensitive.toml (which files
     carry which secret) and a --config file in the checkout were untied examples at w = 1."""
     root = tmp_path / "r"
@@ -90,8 +90,8 @@ def test_config_manifest_and_output_are_never_examples(tmp_path, capsys):
         "secret/model.py": "W = 1\n",
         "public.py": "print('hello')\n",
     })
-    rc = main(["analyze", "-q", "--json", "--config", str(root / "conf/guard.toml"),
-               "--out", str(root / "artefacts"), str(root)])
+    monkeypatch.chdir(tmp_path)                  # --config and --out relative to the working directory
+    rc = main(["analyze", "-q", "--json", "--config", "r/conf/guard.toml", "--out", "r/artefacts", "r"])
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     summary = json.loads(cap.out)
