@@ -9,7 +9,6 @@ and `repoguard tag DIR`, and `[scan] rules` paths resolved the same way by `scan
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from analyzer_helpers import git, make_repo
 
 from repoguard.analyze import run_analyze
 from repoguard.cli import main
-from repoguard.config import load_config, parse_config
+from repoguard.config import parse_config
 from repoguard.corpus import build_corpus, load_corpus
 from repoguard.gitrepo import GitRepo, OutsideRoot
 

@@ -26,7 +26,6 @@ is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
 """
 from __future__ import annotations
 
-import bisect
 import hashlib
 import logging
 import re
