@@ -159,6 +159,20 @@ def summarize(inc: Incidence, file_examples: dict, seconds: dict[str, float], co
     }
 
 
+def left_out(corpus) -> dict:
+    """What the corpus summary states about files that are never examples: repoguard's own files
+    (config, manifest, output) and files read through a symlink, each {"files": n, "paths":
+    first 20, "why": sentence}."""
+    out = {}
+    why = {"repoguard": "repoguard's config, manifest and output directory are never training examples",
+           "symlink": "symlinks are never followed, at any path component (a tracked file below a "
+                      "directory replaced by a link could read outside the checkout)"}
+    for reason, sentence in why.items():
+        paths = sorted(e.path for e in corpus.excluded if e.reason == reason)
+        out[reason] = {"files": len(paths), "paths": paths[:20], "why": sentence}
+    return out
+
+
 def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | None = None,
                 write: bool = True) -> AnalyzeResult:
     """Build the corpus, run the analyzers, write the artefacts to `out` (when `write`).
@@ -172,7 +186,8 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     if unknown:
         raise InputError(f"unknown analyzer {unknown[0]!r} (known: {', '.join(analyzers.REGISTRY)})")
     t0 = time.perf_counter()
-    corpus = build_corpus(repo, config.corpus)
+    # repoguard's own config (the one in use too) and its output are never examples (corpus.py)
+    corpus = build_corpus(repo, config.corpus, private=[p for p in (config.path, out) if p])
     t_corpus = time.perf_counter() - t0
     # Only the sections of the analyzers that run: a loaded section nobody uses would be pruned
     # empty on save (`--only codenames` wiped the imports cache); the others are kept as they are.
@@ -192,6 +207,7 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
 
     inc.summary["unmatched"] = unmatched.unmatched(repo, corpus, config, evidence, names)
     unmatched.warn(inc.summary["unmatched"])
+    inc.summary["left_out"] = left_out(corpus)
     inc.summary["corpus_seconds"] = round(t_corpus, 3)
     inc.summary["total_seconds"] = round(time.perf_counter() - t0, 3)
     if write:

@@ -187,6 +187,12 @@ class Config:
                 return s
         raise KeyError(secret_id)
 
+    def scan_rule_files(self, repo_root: str | Path) -> list[str]:
+        """`[scan] rules` as paths to load: a relative entry is relative to the repository root
+        `repo_root` (wherever the config file or the working directory is), so `scan`, `analyze`
+        and the hook load the same files; an absolute entry is kept."""
+        return [str(Path(repo_root) / r) for r in self.scan.rules]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (what `config validate --json` prints)."""
         d = dataclasses.asdict(self)

@@ -11,6 +11,7 @@ A plain directory (no git) is served by `PlainDir` in working-tree mode where a 
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -193,9 +194,11 @@ class GitRepo:
                      ", ".join(submodules[:3]) + (", …" if len(submodules) > 3 else ""))
         return files
 
-    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell)."""
-        return _read_file(self.root / path, max_bytes)
+    def read_working_file(self, path: str, *, max_bytes: int | None = None, links_inside: bool = False) -> bytes:
+        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell).
+        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`; with
+        `links_inside`, only for one leading out of the checkout)."""
+        return read_inside(self.root, path, max_bytes, links_inside=links_inside)
 
     # -- blobs ----------------------------------------------------------------------------------
     def read_blob(self, sha: str) -> bytes:
@@ -365,9 +368,11 @@ class PlainDir:
                 files.append(TrackedFile(path=rel, blob_sha="", mode=mode))
         return files
 
-    def read_working_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell)."""
-        return _read_file(self.root / path, max_bytes)
+    def read_working_file(self, path: str, *, max_bytes: int | None = None, links_inside: bool = False) -> bytes:
+        """Bytes of a working-tree file; reads at most `max_bytes` (+1 so callers can tell).
+        Raises `OutsideRoot` (an OSError) for a path through a symlink (`read_inside`; with
+        `links_inside`, only for one leading out of the checkout)."""
+        return read_inside(self.root, path, max_bytes, links_inside=links_inside)
 
 
 def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo | PlainDir:
@@ -381,13 +386,59 @@ def open_repo(path: str | os.PathLike, *, allow_plain: bool = False) -> GitRepo 
     return GitRepo(p)
 
 
-# -- parsers ------------------------------------------------------------------------------------
-def _read_file(path: Path, max_bytes: int | None) -> bytes:
-    """Bytes of `path`, at most `max_bytes` + 1 (so a caller can tell the file was longer)."""
-    with open(path, "rb") as fh:
+# -- reading inside the checkout ------------------------------------------------------------------
+class OutsideRoot(OSError):
+    """A working-tree path that would be read through a symlink: the file itself, or a directory
+    above it (a tracked `etcconf/passwd` whose `etcconf` was replaced by a link to `/etc`)."""
+
+
+def symlinked_component(root: str | os.PathLike, rel: str, cache: dict | None = None) -> str | None:
+    """The first component of `rel` (repo-relative POSIX path) below `root` that is a symlink,
+    as a repo-relative path, or None. `root` must be a resolved path. The parent directory is
+    checked with one `realpath` (memoised per directory in `cache`); only when it differs from
+    the lexical path are the components walked to name the link."""
+    full = os.path.join(root, rel)
+    if os.path.islink(full):
+        return rel
+    parent = os.path.dirname(full)
+    ok = cache.get(parent) if cache is not None else None
+    if ok is None:
+        ok = os.path.realpath(parent) == os.path.normpath(parent)
+        if cache is not None:
+            cache[parent] = ok
+    if ok:
+        return None
+    parts = rel.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        if os.path.islink(os.path.join(root, *parts[:i])):
+            return "/".join(parts[:i])
+    return os.path.dirname(rel) or rel   # a component changed under us: refuse all the same
+
+
+def read_inside(root: str | os.PathLike, rel: str, max_bytes: int | None = None,
+                cache: dict | None = None, *, links_inside: bool = False) -> bytes:
+    """Bytes of the working-tree file `rel` under `root` (at most `max_bytes` + 1, so a caller can
+    tell it was longer), never through a symlink: raises `OutsideRoot` when the file or any
+    directory above it is a symlink (even one pointing inside the checkout: git never tracks a
+    file below a symlink, so such a path is a replaced directory), other OSErrors as `open` does.
+    The last component is opened with O_NOFOLLOW. `links_inside`: a symlink whose target lies
+    inside `root` is followed (metadata such as a linked `.github/CODEOWNERS`, never training
+    text); one leading outside is still refused."""
+    link = symlinked_component(root, rel, cache)
+    full = os.path.join(root, rel)
+    if link is not None:
+        real, top = os.path.realpath(full), os.path.realpath(root)
+        if links_inside and real.startswith(top.rstrip(os.sep) + os.sep):
+            with open(real, "rb") as fh:
+                return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        what = "is a symlink" if link == rel else f"lies under {link}, a symlink"
+        raise OutsideRoot(errno.ELOOP, f"{rel} {what}; symlinks are not followed")
+    fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
         return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
 
 
+# -- parsers ------------------------------------------------------------------------------------
 def _read_records(stream: IO[bytes], chunk_size: int = 1 << 16) -> Iterator[str]:
     """Split a byte stream on the record separator; yields decoded records (without it)."""
     buf = b""

@@ -36,7 +36,7 @@ def _rules(ctx) -> list[str]:
     from repoguard.credentials.rules import default_rule_files
 
     sc = ctx.config.scan
-    files = [ctx.repo.root / r for r in sc.rules]
+    files = [Path(f) for f in ctx.config.scan_rule_files(ctx.repo.root)]
     if sc.use_default_rules or not sc.rules:
         files += default_rule_files()
     return [tree_digest(f) for f in files]

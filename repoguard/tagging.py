@@ -145,9 +145,32 @@ def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[E
     return evidence
 
 
+def index_paths(paths: Iterable[str], tracked: set[str]) -> set[str]:
+    """The tracked files `paths` (repo-relative) name: a file itself, or every tracked file below
+    a directory ("." is the whole repository). Raises InputError naming the first path that is
+    neither a tracked file nor a directory holding one (before, `repoguard tag .` examined
+    nothing and said nothing)."""
+    out: set[str] = set()
+    for raw in paths:
+        p = raw.strip("/")
+        if p in ("", "."):
+            return set(tracked)
+        if p in tracked:
+            out.add(p)
+            continue
+        below = {t for t in tracked if t.startswith(p + "/")}
+        if not below:
+            raise InputError(f"{raw}: not a file or directory in the git index (repoguard tag examines "
+                             "tracked files: `git add` it first)")
+        out |= below
+    return out
+
+
 def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_files: bool = False) -> TagResult:
-    """Update the manifest for the staged files (or for `paths`, files in the index, as
-    pre-commit passes them; `all_files`: everything, from a full analyze). Writes it only when it changes. Raises InputError outside a git repo."""
+    """Update the manifest for the staged files (or for `paths`, files in the index as pre-commit
+    passes them, or directories: `index_paths`; `all_files`: everything, from a full analyze).
+    Writes it only when it changes. Raises InputError outside a git repo and for a path naming
+    nothing in the index."""
     if not getattr(repo, "is_git", False):
         raise InputError(f"{repo.root}: `repoguard tag` needs a git repository (it reads the index)")
     t0 = time.perf_counter()
@@ -162,7 +185,7 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
         examined = sorted(tracked)
     else:
         if paths is not None:  # pre-commit passes the files (all of them under --all-files)
-            wanted = set(paths)
+            wanted = index_paths(paths, tracked)
             staged = {f.path: f.blob_sha for f in _files.tracked_files(repo)
                       if f.path in wanted and not f.is_symlink}
         else:

@@ -1,4 +1,5 @@
-"""Codename mentions: comments, docstrings, strings, docs and commit messages; identifiers split."""
+"""Codename mentions: the whole text of every file (identifiers included, split), paths and commit
+messages."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,12 +27,12 @@ def test_split_identifiers():
         "bluefin signal Bluefin Model trading bluefin x"
 
 
-def test_matches_prose_not_code_and_respects_stoplist(tmp_path):
+def test_matches_whole_text_and_respects_stoplist(tmp_path):
     root = tmp_path / "r"
     make_repo(root, {
         "a.py": 'import os\n\n\ndef f():\n    """Scores for the BLUEFIN desk."""\n    return 1\n',
         "b.py": "x = 1\n# see bluefin_v2.model\n",
-        "c.py": "bluefin = 1  # the variable name alone is code, not prose\n",
+        "c.py": "bluefin = 1  # the variable name alone ties the file (issue 32 B)\n",
         "d.ts": "// nothing here\nconst s = `project kestrel rollout`;\n",
         "e.go": 'package e\n\nvar s = "Project Kestrel"\n',
         "f.java": "class F { /* safe harbor, lower case: an ordinary word */ }\n",
@@ -49,6 +50,7 @@ def test_matches_prose_not_code_and_respects_stoplist(tmp_path):
     assert [(e.path, e.reason) for e in ev] == [
         ("a.py", "mentions codename 'Bluefin' at line 5"),
         ("b.py", "mentions codename 'Bluefin' at line 2"),
+        ("c.py", "mentions codename 'Bluefin' at line 1"),
         ("d.ts", "mentions codename 'Project Kestrel' at line 2"),
         ("docs/i.md", "mentions codename 'Bluefin' at line 2"),
         ("e.go", "mentions codename 'Project Kestrel' at line 3"),

@@ -65,11 +65,20 @@ def read_ids(path: Path) -> list[str]:
     return [str(x) for x in pq.read_table(path, columns=[COLUMN]).column(0).to_pylist()]
 
 
-def contains(path: Path, candidates: Sequence[str]):
-    """bool array (len(candidates),): which candidate ids the file at `path` holds. The file's
-    column is probed against a hash set of the candidates (pyarrow `is_in`), so a file of
-    millions of ids is never turned into Python strings; only the matches are.
-    Raises OSError/ValueError for an unreadable file."""
+def content_key(example_id: str) -> str:
+    """What an example id says about its *content*, without its path: `#chunk@blob12` of
+    `path#chunk@blob12` (the last "#": a path may hold one). Two examples with one key are the
+    same span of the same blob (same file content, same cut), wherever the file lies."""
+    i = str(example_id).rfind("#")
+    return str(example_id)[i:] if i >= 0 else str(example_id)
+
+
+def contains_content(path: Path, candidates: Sequence[str]):
+    """bool array (len(candidates),): which candidate ids have the content of an id the file at
+    `path` holds (`content_key`: a file renamed or copied since keeps its blob, so its examples
+    still match). The file's column is probed in pyarrow (`is_in` against a hash set of the
+    keys), so a file of millions of ids is never turned into Python strings; only the matches
+    are. Raises OSError/ValueError for an unreadable file."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -77,9 +86,11 @@ def contains(path: Path, candidates: Sequence[str]):
 
     if not len(candidates):
         return np.zeros(0, dtype=bool)
+    keys = [content_key(c) for c in candidates]
     col = pq.read_table(path, columns=[COLUMN]).column(0)
-    found = set(col.filter(pc.is_in(col, value_set=pa.array(list(candidates), pa.string()))).to_pylist())
-    return np.fromiter((c in found for c in candidates), dtype=bool, count=len(candidates))
+    stored = pc.replace_substring_regex(col, pattern=r"^.*#", replacement="#")   # greedy: the last "#"
+    found = set(stored.filter(pc.is_in(stored, value_set=pa.array(sorted(set(keys)), pa.string()))).to_pylist())
+    return np.fromiter((k in found for k in keys), dtype=bool, count=len(keys))
 
 
 def store(side: Path, ids: Sequence[str], referenced: dict[str, str]) -> dict:

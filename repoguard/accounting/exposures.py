@@ -9,10 +9,12 @@ gradients of an example of E_j with no noise. No f-divergence between the two hy
 Hush Def. 3.1 is then bounded, so the reconstruction bound of Hush Lemma 3.2 is the trivial
 one: secret j's bound, from R onwards, is 1 whatever σ later runs use.
 
-An example is the exact text its id names (`path#chunk@blob`), so matching is by id: a file
-changed since the clear run is a different example (a credential added after the run was not in
-what it trained on). Every entry of a run that carries a "clear" reference counts, whatever the
-run's status (an interrupted run may have trained some of phase 1).
+An example is the exact text its id names (`path#chunk@blob`), and matching is by its content,
+not its path (`clear_ids.content_key`: chunk index and blob SHA): a file moved or copied since
+the clear run (`git mv`, then a secret declared over the new path) holds the same examples, so it
+is still exposed; a file changed since is a different blob, a different example (a credential
+added after the run was not in what it trained on). Every entry of a run that carries a "clear"
+reference counts, whatever the run's status (an interrupted run may have trained some of phase 1).
 
 `repoguard plan` and `repoguard run` refuse (PolicyError, exit 1) while a secret is exposed and
 not acknowledged in the config, `[ledger] acknowledged_exposures`: an entry "SECRET" acknowledges
@@ -109,14 +111,14 @@ def is_acknowledged(secret: str, run_id: str, acknowledged: Sequence[str]) -> bo
 
 def find_exposures(ledger_path: str | Path, incidence, acknowledged: Sequence[str] = (),
                    runs: list[ClearRun] | None = None) -> list[Exposure]:
-    """Every (secret, clear run) pair where the run trained in the clear on an example that
-    `incidence` (rows = examples, columns = secrets) ties to the secret; sorted by secret, then
-    run. `runs` defaults to `clear_runs(ledger_path)`. Only tied rows are looked up (pyarrow
+    """Every (secret, clear run) pair where the run trained in the clear on the content of an
+    example that `incidence` (rows = examples, columns = secrets) ties to the secret, whatever
+    its path then (module doc); sorted by secret, then run. `runs` defaults to `clear_runs(ledger_path)`. Only tied rows are looked up (pyarrow
     hash set per side file), so the cost is one read of each distinct file.
     Raises PolicyError as `clear_runs` does, and for an unreadable side file."""
     import numpy as np
 
-    from repoguard.accounting.clear_ids import contains
+    from repoguard.accounting.clear_ids import contains_content
     from repoguard.accounting.ledger import side_dir
 
     runs = clear_runs(ledger_path) if runs is None else runs
@@ -130,7 +132,7 @@ def find_exposures(ledger_path: str | Path, incidence, acknowledged: Sequence[st
     hits: dict[str, np.ndarray] = {}
     for f in sorted({f for r in runs for f in r.files}):
         try:
-            hits[f] = contains(side_dir(ledger_path) / f, tied_ids)
+            hits[f] = contains_content(side_dir(ledger_path) / f, tied_ids)
         except (OSError, ValueError) as exc:
             raise PolicyError(f"{side_dir(ledger_path) / f}: clear-phase ids file unreadable ({exc})") from None
     out = []

@@ -93,9 +93,10 @@ def read_sources(repo, files: Mapping[str, str]) -> Iterator[tuple[str, bytes]]:
 
 
 def read_text(repo, path: str, *, max_bytes: int = 1_000_000) -> str | None:
-    """Working-tree text of a small config file (go.mod, tsconfig.json …), None when absent."""
+    """Working-tree text of a small config file (go.mod, tsconfig.json …), None when absent or
+    when it is a symlink leading out of the checkout (one inside it is followed)."""
     try:
-        data = repo.read_working_file(path, max_bytes=max_bytes)
+        data = repo.read_working_file(path, max_bytes=max_bytes, links_inside=True)
     except OSError:
         return None
     return data[:max_bytes].decode("utf-8", errors="replace")

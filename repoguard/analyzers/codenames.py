@@ -1,25 +1,31 @@
 """codenames — files that mention a secret's codename carry it (`propagate.codenames`).
 
-Where a codename is looked for: the comments, docstrings and string literals of source files
-(extracted with tree-sitter; code identifiers themselves are not prose), the whole text of
-documentation files (Markdown, reStructuredText, plain text), and the messages of commits that
-touched the file — only commits of at most `analyzers.codename_max_changeset` files (default 10).
-A message is one observation, not a repeated one like co-change's five shared commits, and the
-bigger the commit the more likely a codename in its body is a passing mention ("I left anything in
-`red-knot`" in a 30-file astral-sh/ruff commit tied all 22 of its corpus files), so the bound is
-tighter than co-change's bulk-commit bound of 30.
+Where a codename is looked for: the whole text of every file the corpus kept, whatever its
+language (source code with its identifiers, YAML, TOML, SQL, shell, JSON, docs …: a codename in
+`FALCON_BLEND_WEIGHTS = ...` of a config file is as telling as one in a comment), the file's path
+(`models/falcon-blend.yaml`), and the messages of commits that touched the file — only commits of
+at most `analyzers.codename_max_changeset` files (default 10). A message is one observation, not
+a repeated one like co-change's five shared commits, and the bigger the commit the more likely a
+codename in its body is a passing mention ("I left anything in `red-knot`" in a 30-file
+astral-sh/ruff commit tied all 22 of its corpus files), so the bound is tighter than co-change's
+bulk-commit bound of 30. A mention anywhere in a file, its path included, ties the whole file
+(every example cut from it), as every analyzer but `credentials` does.
 
-How: identifiers in that text are split first (snake_case, camelCase, dots, slashes, so
-`bluefin_signal`, `BluefinSignal` and `trading.bluefin` all contain the word "bluefin"), then a
-spaCy `PhraseMatcher` on a blank English tokenizer matches the codenames case-insensitively
-(attr LOWER), as whole tokens ("bluefins" is not "bluefin"). A codename that is an ordinary word
-(built-in stop list + `analyzers.codename_stoplist`) is matched only with the capitalisation it
-was declared with, and an ordinary word declared in lower case is not matched at all (a warning
-says so). Text is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
+How: text, paths and codenames are normalised the same way first (`words`: split at every
+character that is not a letter or digit — snake_case, kebab-case, dots, slashes, quotes,
+brackets — and at camelCase and letter→digit boundaries, so
+`falcon_refit`, `FalconRefit`, `FALCON_REFIT_V2`, `falcon-refit.yaml` and `trading.falcon` all
+contain the words of "Falcon Refit"), then a spaCy `PhraseMatcher` on a blank English tokenizer
+matches the codenames case-insensitively (attr LOWER), as whole words: "falconer" and "falcons"
+are not "falcon" (a different word; a plural or suffix is not split off), while `FalconEye` and
+`falcon2` are (a camelCase or digit boundary is a word boundary). A codename of several words also
+matches written as one word (`falconrefit`). A codename that is an ordinary word (built-in stop
+list + `analyzers.codename_stoplist`) is matched only with the capitalisation it was declared
+with, and an ordinary word declared in lower case is not matched at all (a warning says so). Text
+is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
 """
 from __future__ import annotations
 
-import bisect
 import hashlib
 import logging
 import re
@@ -58,6 +64,13 @@ _PROSE_NODES = {
 }
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_./\\]+")
+# What `words` adds for matching: every character but letters, digits and newlines separates
+# words (hyphens, quotes, brackets: spaCy's tokenizer keeps `text('"""Falcon` in one token), and a
+# letter→digit boundary does too (`falcon2`).
+_MATCH_SEPARATORS = re.compile(r"(?:[^\w\n]|_)+")
+_DIGIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])")
+# Bumped when what is matched changes, so cached per-blob results of the old rule are not reused.
+MATCH_VERSION = 3
 
 
 def split_identifiers(text: str) -> str:
@@ -65,6 +78,14 @@ def split_identifiers(text: str) -> str:
     Separators become spaces and a space is inserted at camelCase boundaries; newlines are
     kept, so line numbers still hold."""
     return _CAMEL.sub(" ", _SEPARATORS.sub(" ", text))
+
+
+def words(text: str) -> str:
+    """What codenames are matched against (module doc): words split at every character that is
+    not a letter, digit or newline, at camelCase and at letter→digit boundaries:
+    `f('FALCON-blend_v2/falconRefit3')` → `f FALCON blend v 2 falcon Refit 3 `. Newlines are
+    kept, so line numbers still hold."""
+    return _DIGIT.sub(" ", _CAMEL.sub(" ", _MATCH_SEPARATORS.sub(" ", text)))
 
 
 @lru_cache(maxsize=None)
@@ -86,7 +107,9 @@ def _query(language: str):
 
 
 def prose(path: str, data: bytes) -> list[tuple[int, str]]:
-    """(1-based line, text) pieces of `path` where codenames are looked for (see module doc)."""
+    """(1-based line, text) pieces of `path` that are prose: the comments, docstrings and strings
+    of source in the 9 parsed languages, the whole text of a doc file, nothing otherwise. Codename
+    matching reads every file whole (module doc); `suggest` reads prose to find candidates."""
     lang = code_language(path)
     if lang in _PROSE_NODES:
         parser, query = _query(lang)
@@ -103,7 +126,7 @@ def prose(path: str, data: bytes) -> list[tuple[int, str]]:
 
 
 def has_prose(path: str) -> bool:
-    """Whether codenames are looked for in `path`: source with comments/strings, or a doc file."""
+    """Whether `prose(path, ...)` finds anything to read: source with comments/strings, or a doc file."""
     if code_language(path) in _PROSE_NODES:
         return True
     dot = path.rfind(".")
@@ -125,7 +148,7 @@ class Matcher:
         self.skipped: list[tuple[str, str]] = []
         for s in secrets:
             for name in s.codenames:
-                split = split_identifiers(name).strip()
+                split = " ".join(words(name).split())
                 key = f"{s.id}\0{name}"
                 ordinary = split.lower() in stop
                 if ordinary and split == split.lower():
@@ -135,8 +158,10 @@ class Matcher:
                     continue
                 self.names[key] = (s.id, name)
                 self.patterns.append((key, split, ordinary))
+                if " " in split and not ordinary:      # "Falcon Refit" written `falconrefit`
+                    self.patterns.append((key, split.replace(" ", ""), False))
                 self.words.append(split.lower().split())
-        self.digest = hashlib.sha256(repr(sorted(self.names) + sorted(stop)).encode()).hexdigest()[:16]
+        self.digest = hashlib.sha256(repr((MATCH_VERSION, sorted(self.names), sorted(stop))).encode()).hexdigest()[:16]
         self._nlp = None
 
     def _build(self) -> None:
@@ -158,12 +183,13 @@ class Matcher:
         return any(all(w.encode() in low for w in words) for words in self.words)
 
     def find(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int]]:
-        """Matches in `text` as (secret id, codename, offset in the identifier-split text)."""
+        """Matches in `text` as (secret id, codename, offset in `words(text)`; `presplit`: `text`
+        is already `words(...)`)."""
         low = text.lower()
-        if not any(all(w in low for w in words) for words in self.words):
+        if not any(all(w in low for w in ws) for ws in self.words):
             return []
         if not presplit:
-            text = split_identifiers(text)
+            text = words(text)
         if self._nlp is None:
             self._build()
         nlp = self._nlp
@@ -179,31 +205,30 @@ class Matcher:
 
 
 def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int]]:
-    """(secret id, codename, line) of the first mention of each codename in the file."""
+    """(secret id, codename, line) of the first mention of each codename in the file's whole
+    text (any language: module doc)."""
     if not matcher.may_occur(data):
-        return []  # no codename's words anywhere in the bytes: skip parsing
-    pieces = prose(path, data)
-    if not pieces:
-        return []
-    text = split_identifiers("\n".join(t for _, t in pieces))
-    first_line, n = [], 0          # line (0-based, in `text`) where each piece starts
-    for _, t in pieces:
-        first_line.append(n)
-        n += t.count("\n") + 1
+        return []  # no codename's words anywhere in the bytes: skip decoding and matching
+    text = words(data.decode("utf-8", errors="replace"))
     seen: dict[tuple[str, str], int] = {}
     for sid, name, off in matcher.find(text, presplit=True):
-        joined = text.count("\n", 0, off)
-        k = bisect.bisect_right(first_line, joined) - 1
-        line = pieces[k][0] + joined - first_line[k]
+        line = text.count("\n", 0, off) + 1
         if (sid, name) not in seen or line < seen[(sid, name)]:
             seen[(sid, name)] = line
     return sorted((sid, name, line) for (sid, name), line in seen.items())
 
 
+def path_hits(matcher: Matcher, path: str) -> list[tuple[str, str]]:
+    """(secret id, codename) of each codename the repo-relative `path` names (directories and
+    file name, `models/falcon-blend.yaml`), sorted and distinct."""
+    return sorted({(sid, name) for sid, name, _ in matcher.find(path)})
+
+
 def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
             commit_messages: bool = True) -> Iterator[Evidence]:
     """Evidence for corpus files outside a secret's own paths that mention one of its codenames
-    (`commit_messages=False`: file contents only, as the pre-commit hook does)."""
+    in their text or their path (`commit_messages=False`: file contents and paths only, as the
+    pre-commit hook does)."""
     secrets = [s for s in config.secrets if s.propagate.codenames and s.codenames]
     if not secrets:
         return
@@ -217,7 +242,7 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
         key = f"{matcher.digest}:{sha}"
         if cache is not None and sha and key in cache:
             hits[p] = cache[key]
-        elif has_prose(p):
+        else:
             todo[p] = sha
     with progress("codenames", total=len(todo)) as advance:
         for path, data in _files.read_sources(repo, todo):
@@ -226,9 +251,14 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
                 cache[f"{matcher.digest}:{todo[path]}"] = hits[path]
             advance()
     own = {s.id: set(_files.secret_files(s, files)) for s in secrets}
-    for path in sorted(hits):
-        for sid, name, line in hits[path]:
-            if path in own[sid]:
+    for path in sorted(files):
+        in_path = path_hits(matcher, path)
+        for sid, name in in_path:
+            if path not in own[sid]:
+                yield Evidence(path, sid, NAME, f"path names codename {name!r}", selector=name)
+        named = set(in_path)
+        for sid, name, line in hits.get(path, ()):
+            if path in own[sid] or (sid, name) in named:
                 continue  # the secret's own files: `declared` ties them already
             yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}", selector=name)
     if commit_messages:

@@ -93,7 +93,7 @@ def load(repo) -> CodeOwners | None:
     """The repository's CODEOWNERS (first of LOCATIONS that exists), None when there is none."""
     for loc in LOCATIONS:
         try:
-            data = repo.read_working_file(loc)
+            data = repo.read_working_file(loc, links_inside=True)   # a linked CODEOWNERS is common
         except OSError:
             continue
         return parse(data.decode("utf-8", errors="replace"), loc)

@@ -55,7 +55,7 @@ def scan(repo, paths, config):
     from repoguard.credentials.rules import load_rules
     from repoguard.credentials.scan import Scanner
 
-    rules = load_rules(rule_files=config.scan.rules, use_default=config.scan.use_default_rules)
+    rules = load_rules(rule_files=config.scan_rule_files(repo.root), use_default=config.scan.use_default_rules)
     scanner = Scanner(rules, max_file_bytes=config.scan.max_file_bytes)
     return scanner.scan_files(str(repo.root), sorted(paths)).findings
 
@@ -66,7 +66,8 @@ def scan_blobs(repo, files, config) -> Iterator[Evidence]:
     from repoguard.credentials.engine import Engine
     from repoguard.credentials.rules import load_rules
 
-    engine = Engine.build(load_rules(rule_files=config.scan.rules, use_default=config.scan.use_default_rules))
+    engine = Engine.build(load_rules(rule_files=config.scan_rule_files(repo.root),
+                                     use_default=config.scan.use_default_rules))
     for path, data in _files.read_sources(repo, files):
         if engine.path_allowed(path) or b"\0" in data[:8000]:
             continue  # allowlisted path, or binary (git's test), as the file scan does

@@ -38,6 +38,9 @@ def run(args) -> int:
         table.add_row(name, str(row["files"]), str(row["incidences"]), str(row["evidence"]),
                       f"{row['seconds']:.2f}")
     console.print(table)
+    for reason, row in s.get("left_out", {}).items():
+        if row["files"]:
+            console.print(f"  left out: {row['files']} file(s) ({reason}: {row['why']})")
     for sid, n in s["per_secret"].items():
         console.print(f"  {sid}: {n} examples")
     return 0

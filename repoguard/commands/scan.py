@@ -74,7 +74,7 @@ def run(args) -> int:
         repo, config, out_dir = resolve_repo(args, base, allow_plain=explicit)
     sc = config.scan
     # Rule files named in the config are relative to the repository root; on the CLI, to the cwd.
-    rule_files = list(args.rules) or [os.path.join(repo.root, r) for r in sc.rules]
+    rule_files = list(args.rules) or config.scan_rule_files(repo.root)
     use_default = sc.use_default_rules if not args.rules else False
     ruleset = load_rules(rule_files=rule_files, use_default=use_default or not rule_files)
     max_bytes = args.max_file_bytes or sc.max_file_bytes
