@@ -212,6 +212,9 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     inc.summary["total_seconds"] = round(time.perf_counter() - t0, 3)
     if write:
         save_corpus(corpus, out)
+        from repoguard.credentials.redact import record_rules
+
+        record_rules(out, repo.root, config.scan)     # the redactor of every later stage uses these rules
         save_incidence(inc, out)
         save_cache(out, caches)
         ignore = out / ".gitignore"

@@ -8,6 +8,7 @@ Layout of the output directory (default `.repoguard/` in the scanned repo; `--ou
 
     corpus/examples.parquet      one row per example (see corpus.EXAMPLE_SCHEMA)
     corpus/excluded.json         files left out, with the reason
+    corpus/redaction.json        the rule files the redactor uses for this corpus (credentials.redact)
     scan/findings.json           credential findings (redacted)
     incidence/                   secrets.json, incidence.npz (CSR), evidence.parquet, summary.json
     plan/                        plan.json, plan.npz (w, ρ per example)

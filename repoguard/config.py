@@ -96,6 +96,12 @@ class ScanConfig:
     exclude: tuple[str, ...] = ()
     baseline: str = ""
 
+    def rule_files(self, repo_root: str | Path) -> list[str]:
+        """`rules` as paths to load: a relative entry is relative to the repository root
+        `repo_root` (wherever the config file or the working directory is), so `scan`, `analyze`,
+        the redactor and the hook load the same files; an absolute entry is kept."""
+        return [str(Path(repo_root) / r) for r in self.rules]
+
 
 @dataclass(frozen=True)
 class AnalyzersConfig:
@@ -188,10 +194,8 @@ class Config:
         raise KeyError(secret_id)
 
     def scan_rule_files(self, repo_root: str | Path) -> list[str]:
-        """`[scan] rules` as paths to load: a relative entry is relative to the repository root
-        `repo_root` (wherever the config file or the working directory is), so `scan`, `analyze`
-        and the hook load the same files; an absolute entry is kept."""
-        return [str(Path(repo_root) / r) for r in self.scan.rules]
+        """`[scan] rules` resolved against `repo_root` (`ScanConfig.rule_files`)."""
+        return self.scan.rule_files(repo_root)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (what `config validate --json` prints)."""

@@ -122,6 +122,11 @@ class Corpus:
         data = _read_verified(str(self.root), example.path, example.blob_sha)
         return data[example.start_byte:example.end_byte].decode("utf-8")
 
+    def file_data(self, example: Example) -> bytes:
+        """The whole file `example` was cut from (bytes), verified like `text`: redaction scans
+        the whole file, since a credential can straddle two examples."""
+        return _read_verified(str(self.root / example.path), example.blob_sha)
+
     def stats(self) -> dict:
         reasons = Counter(e.reason for e in self.excluded)
         return {"files": len(self.file_examples), "examples": len(self.examples),

@@ -16,6 +16,7 @@ import pytest
 
 from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.engine import Engine, hyperscan
+from repoguard.credentials.keys import fingerprint
 from repoguard.credentials.rules import RuleSet, load_rules
 from repoguard.credentials.structural import keyword_context as kc
 
@@ -264,7 +265,8 @@ def test_severity_and_triage(engine):
     assert (f.rule_id, f.location, f.severity) == (ID, "source", "medium")
     (f,) = found(engine, text, "tests/test_client.py")
     assert (f.location, f.severity) == ("test", "low")
-    assert v not in str(f.to_json()) and f.redacted == v[:4] + "…"
+    assert v not in str(f.to_json()) and f.redacted == f"****({len(v)} chars)"
+    assert f.secret_hmac == fingerprint(engine.key, v.encode())
 
 
 def test_inline_allow_marker(engine):

@@ -55,9 +55,9 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
     row = doc["secrets"]["rows"][0]
     assert row["id"] == SECRET and row["achieved_bound"] == sp.achieved_bound and row["n_examples"] == 22
     assert set(row) >= {"p", "r", "achieved_bound", "binding", "n_examples", "sum_w", "kl_spent", "ledger_kl_total"}
-    # Credential findings: redacted only (never more than 4 characters before the ellipsis).
+    # Credential findings: redacted only (rule and length, no character of the value).
     f = doc["findings"]
-    assert f["count"] > 5 and all(len(r["redacted"]) <= 5 for r in f["rows"])
+    assert f["count"] > 5 and all(r["redacted"].startswith("****(") and r["redacted"].endswith(" chars)") for r in f["rows"])
     findings = json.loads((out / "scan" / "findings.json").read_text())["findings"]
     assert all(x["redacted"] in page for x in findings[:5])
     # Training: DP and --no-dp curves of both audits; the audit results; the explorer's evidence.

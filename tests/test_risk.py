@@ -134,7 +134,8 @@ def test_calibration_model_never_trained_on_the_examples(runs):
 def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeypatch):
     """Credential examples are scored on their pre-redaction text, yet no output file (JSON, NPZ,
     report) and no command output holds any planted credential's value. With --sample, only the
-    scored examples are redacted (a spy around the real redactor counts them)."""
+    scored examples' files are redacted, each scanned whole once (a spy around the real redactor
+    records them)."""
     import repoguard.training.data as data
     from repoguard.cli import main
     from repoguard.report import build_report
@@ -142,9 +143,17 @@ def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeyp
     redacted = []
     real = data.default_redactor
 
-    def spy():
-        red = real()
+    def spy(*args):
+        red = real(*args)
         return lambda text, path: (redacted.append(path), red(text, path))[1]
+
+    def scored_paths(stem):     # the files of the scored examples (each scanned whole, once)
+        from repoguard.corpus import load_corpus
+        from repoguard.plan import load_plan
+
+        ids, corpus = load_plan(out).example_ids, load_corpus(out, runs["repo"])
+        by_id = {e.id: e.path for e in corpus.examples}
+        return sorted({by_id[ids[r]] for r in np.load(out / "audit" / f"{stem}.npz")["plan_row"]})
 
     monkeypatch.setattr(data, "default_redactor", spy)
     out = runs["outs"]["no-dp"]
@@ -155,7 +164,8 @@ def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeyp
     printed = capsys.readouterr().out
     doc = json.loads(printed)
     assert doc["sample"]["untied_scored"] == 10 and doc["sample"]["untied_total"] > 100
-    assert len(redacted) == doc["n_tied"] + 10 == doc["n_scored_examples"] < doc["n_examples"] / 3
+    assert doc["n_tied"] + 10 == doc["n_scored_examples"] < doc["n_examples"] / 3
+    assert sorted(redacted) == scored_paths("risk-cli")
     assert (out / "audit" / "risk-cli.json").is_file() and (out / "audit" / "risk-cli.npz").is_file()
     redacted.clear()
     with one_thread():
@@ -163,7 +173,7 @@ def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeyp
                      "-m", str(M), "--device", "cpu"]) == 0
     printed += capsys.readouterr().err
     doc = json.loads((out / "audit" / "risk.json").read_text())
-    assert len(redacted) == doc["n_examples"] == doc["n_scored_examples"]
+    assert doc["n_examples"] == doc["n_scored_examples"] and sorted(redacted) == scored_paths("risk")
     assert doc["n_credential_windows"] >= 10 and doc["n_credential_examples"] >= 8
     assert any(t["kind"] == "credential" for t in doc["secrets"])
     build_report(out)

@@ -1,15 +1,16 @@
 """credentials — a file holding a detected credential carries that credential as a secret.
 
 The scan is the credentials package's (rules/*.toml, Hyperscan/RE2 engine; `[scan]` config).
-Each distinct credential (by the SHA-256 of its value: the same key pasted in three files is one
-secret) becomes a Secret of kind "credential" with id `credential:RULE:HASH12`. Its prior p is
+Each distinct credential (by the keyed hash of its value, HMAC-SHA256 under the repository's
+fingerprint key: the same key pasted in three files is one secret) becomes a Secret of kind
+"credential" with id `credential:RULE:HMAC12`. Its prior p is
 the probability of guessing it, 2^−bits with bits = Shannon entropy per character × length
 [Shannon 1948; seed paper 002's "secrecy"], floored at `[defaults] p` (a larger prior is the
 conservative side); r is `[defaults] r`. The credential text is redacted from training examples
 by the corpus/training stages; the secret makes the plan bound what leaks around it too. Each
 Evidence carries the credential's byte span, so the secret ties only the examples (chunks) whose
 text held it, not every chunk of the file. Values never appear in evidence: only the redacted
-form (first 4 characters, then `…`).
+form (`****(N chars)`, no character of the value).
 """
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ _FOUND: dict[str, Secret] = {}
 
 
 def secret_id(finding) -> str:
-    return f"credential:{finding.rule_id}:{finding.secret_sha256[:12]}"
+    """`credential:RULE:H12`, H12 = the first 12 hex digits of the finding's keyed hash (HMAC
+    under the repository's fingerprint key, credentials.keys): published in the incidence, plan,
+    ledger and `sensitive.toml`, it lets nobody test guesses of the value offline."""
+    return f"credential:{finding.rule_id}:{finding.secret_hmac[:12]}"
 
 
 def guess_bits(finding) -> float:
@@ -52,11 +56,12 @@ def _span(finding) -> tuple[int, int] | None:
 
 def scan(repo, paths, config):
     """Findings of the credential scan over `paths` (working tree), sorted by (path, line)."""
-    from repoguard.credentials.rules import load_rules
+    from repoguard.credentials.keys import repo_key
+    from repoguard.credentials.redact import scan_ruleset
     from repoguard.credentials.scan import Scanner
 
-    rules = load_rules(rule_files=config.scan_rule_files(repo.root), use_default=config.scan.use_default_rules)
-    scanner = Scanner(rules, max_file_bytes=config.scan.max_file_bytes)
+    scanner = Scanner(scan_ruleset(repo.root, config.scan), max_file_bytes=config.scan.max_file_bytes,
+                      key=repo_key(repo.root))
     return scanner.scan_files(str(repo.root), sorted(paths)).findings
 
 
@@ -64,10 +69,10 @@ def scan_blobs(repo, files, config) -> Iterator[Evidence]:
     """Evidence for `files` (path → blob SHA) scanned from their blobs (the index's content, as
     the pre-commit hook needs), one process, no pool."""
     from repoguard.credentials.engine import Engine
-    from repoguard.credentials.rules import load_rules
+    from repoguard.credentials.keys import repo_key
+    from repoguard.credentials.redact import scan_ruleset
 
-    engine = Engine.build(load_rules(rule_files=config.scan_rule_files(repo.root),
-                                     use_default=config.scan.use_default_rules))
+    engine = Engine.build(scan_ruleset(repo.root, config.scan), key=repo_key(repo.root))
     for path, data in _files.read_sources(repo, files):
         if engine.path_allowed(path) or b"\0" in data[:8000]:
             continue  # allowlisted path, or binary (git's test), as the file scan does

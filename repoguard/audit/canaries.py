@@ -114,7 +114,7 @@ def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: in
     rows = choose_examples(plan, inc, secret_id, n_insert, rng)
     canary, *_ = fmt.draw(rng, 1)
     refs = [r for r in fmt.draw(rng, n_references + 16) if r != canary][:n_references]
-    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor())
+    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor(out, root))
     public = public_texts(out, plan.example_ids, texts)
     runs = train_pair(plan=plan, texts=insert_canary(texts, rows, fmt.render(canary)), public=public, cfg=cfg,
                       log_dir=out / "audit" / "canaries", steps=total, seed=seed, noise_seed=noise_seed,

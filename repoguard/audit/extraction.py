@@ -163,7 +163,7 @@ def run_extract_audit(*, out: Path, root: Path, cfg, k: int = 50, m: int = 50, p
 
     clamp_lengths(k, m, cfg.max_length)          # fail before training
     plan, inc = load_plan(out), load_incidence(out)
-    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor())
+    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor(out, root))
     runs = train_pair(plan=plan, texts=texts, public=public_texts(out, plan.example_ids, texts), cfg=cfg,
                       log_dir=out / "audit" / "extraction", steps=steps, seed=seed, noise_seed=noise_seed,
                       device=device, show_progress=show_progress, tiny_size=tiny_size)

@@ -71,7 +71,7 @@ def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_
     rows = np.sort(rng.choice(rows_all, size=n_insert, replace=False))
     canary, *_ = fmt.draw(rng, 1)
     refs = [r for r in fmt.draw(rng, n_references + 16) if r != canary][:n_references]
-    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor())
+    texts = example_texts(load_corpus(out, root), plan.example_ids, redactor=default_redactor(out, root))
     public_txt = public_texts(out, plan.example_ids, texts)          # the tokenizer never sees the canary
     planted = insert_canary(texts, rows, fmt.render(canary))
     dev = pick_device(device)

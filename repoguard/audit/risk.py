@@ -30,10 +30,11 @@ rule id and a prefix of the *redacted* text, never credential text.
 
 Which examples: every example tied to a secret, every example that held a credential, and the
 examples tied to no secret (all, or a seeded sample of `sample` of them, stated in the output).
-With `sample`, only the scored examples are read and redacted: the tied ones (an `analyze` with
-the credentials analyzer ties every credential's examples to a credential secret) and the sample
-drawn among the others; a credential the redaction finds in a sampled example still gets its
-window, but an untied, unsampled example is never scanned.
+With `sample`, only the scored examples are read and redacted (each on its whole file, as training
+redacts them: `training.data.ExampleRedactor`): the tied ones (an `analyze` with the credentials
+analyzer ties every credential's examples to a credential secret) and the sample drawn among the
+others; a credential the redaction finds in a sampled example still gets its window, but the
+files of untied, unsampled examples are never scanned.
 
 Outputs (`dest`, default `OUT/audit/risk.json`, format version 1): settings, the calibration
 model, per-secret tables (worst `per_secret` windows first), the global top, scatter points; and
@@ -151,7 +152,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     from repoguard.corpus import load_corpus
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
-    from repoguard.training.data import default_redactor, tokenize
+    from repoguard.training.data import ExampleRedactor, default_redactor, tokenize
     from repoguard.training.model import limit_cpu_threads, pick_device
 
     if not samplers:
@@ -169,7 +170,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
     _check_run(run, plan)
     corpus = load_corpus(out, root)
     by_id = {e.id: e for e in corpus.examples}
-    redactor = default_redactor()
+    redactor = ExampleRedactor(corpus, default_redactor(out, root))
     n = len(plan.example_ids)
     csr = inc.matrix.tocsr()
     tied = np.diff(csr.indptr) > 0
@@ -188,8 +189,7 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
         ex = by_id.get(eid)
         if ex is None:
             raise InputError(f"{out / 'plan'}: example {eid!r} is not in the corpus; re-run `repoguard plan`")
-        text = corpus.text(ex)
-        r, fs = redactor(text, ex.path)
+        text, r, fs = redactor(ex)       # the whole file is scanned: a key cut by a chunk boundary too
         raw[int(i)], red[int(i)] = text, r
         findings[int(i)] = [f for f in fs if f.end > f.start]
     has_cred = np.zeros(n, dtype=bool)

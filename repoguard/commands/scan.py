@@ -43,6 +43,7 @@ def run(args) -> int:
     from repoguard.commands._common import resolve_repo
     from repoguard.credentials import report
     from repoguard.credentials.baseline import apply_baseline, load_baseline, write_baseline
+    from repoguard.credentials.keys import key_id, repo_key
     from repoguard.credentials.rules import load_rules
     from repoguard.credentials.scan import Scanner, walk_plain
     from repoguard.errors import InputError
@@ -80,7 +81,8 @@ def run(args) -> int:
     max_bytes = args.max_file_bytes or sc.max_file_bytes
     if max_bytes <= 0:
         raise InputError("--max-file-bytes: must be positive")
-    scanner = Scanner(ruleset, jobs=args.jobs, max_file_bytes=max_bytes, exclude=_excluder(sc.exclude))
+    key = repo_key(repo.root)       # keyed fingerprints: no published file is an offline verifier
+    scanner = Scanner(ruleset, jobs=args.jobs, max_file_bytes=max_bytes, exclude=_excluder(sc.exclude), key=key)
     root = str(repo.root)
 
     scanned_paths: set[str] | None = None
@@ -112,11 +114,11 @@ def run(args) -> int:
     if args.baseline or sc.baseline:
         bpath = Path(args.baseline or os.path.join(root, sc.baseline))
         if args.update_baseline:
-            n = write_baseline(bpath, findings)
+            n = write_baseline(bpath, findings, key_id=key_id(key))
             if not args.quiet:
                 sys.stderr.write(f"repoguard: wrote {n} baseline entries to {bpath}\n")
             return 0
-        br = apply_baseline(findings, load_baseline(bpath), scanned_paths=scanned_paths)
+        br = apply_baseline(findings, load_baseline(bpath, key_id=key_id(key)), scanned_paths=scanned_paths)
         stats.update(baselined=len(br.suppressed), stale_baseline=br.stale)
         findings = br.new
     elif args.update_baseline:

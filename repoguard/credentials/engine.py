@@ -36,6 +36,7 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
                                           decode_blob)
 from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
+from repoguard.credentials.keys import process_key
 from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2, max_width
 from repoguard.credentials.structural import all_detectors
@@ -84,10 +85,13 @@ class Engine:
     """
 
     def __init__(self, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
-                 hs_database: bytes | None = None, structural: bool = True) -> None:
+                 hs_database: bytes | None = None, structural: bool = True, key: bytes | None = None) -> None:
         """`structural`: also run the vendor-independent detectors (repoguard.credentials.structural)
-        on texts holding one of their trigger literals."""
+        on texts holding one of their trigger literals. `key`: the fingerprint key of the findings'
+        `secret_hmac` (`credentials.keys.repo_key` wherever fingerprints are published or compared
+        across processes; default a random per-process key)."""
         self.ruleset = ruleset
+        self.key = key or process_key()
         self.detectors = all_detectors() if structural else ()
         self._det_compiled = [_Compiled(rule=Rule(id=d.id, description=d.description, regex=None,
                                                   tags=d.tags, source="structural", priority=d.priority),
@@ -196,26 +200,26 @@ class Engine:
 
     @classmethod
     def build(cls, ruleset: RuleSet, *, use_hyperscan: bool | None = None,
-              structural: bool = True) -> "Engine":
+              structural: bool = True, key: bytes | None = None) -> "Engine":
         """An Engine, loading the compiled Hyperscan database from the on-disk cache
         (`artefacts.user_cache_dir()`: `$REPOGUARD_CACHE_DIR` or `~/.cache/repoguard`) when the
         same rules were compiled before:
         compiling ~250 patterns takes about a second, loading them a tenth of that."""
         if use_hyperscan is False or hyperscan is None:
-            return cls(ruleset, use_hyperscan=False, structural=structural)
+            return cls(ruleset, use_hyperscan=False, structural=structural, key=key)
         triggers = [(d.triggers, d.prefilter) for d in all_detectors()] if structural else []
-        key = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
-                                   [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
-                             .encode()).hexdigest()[:24]
+        digest = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
+                                      [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
+                                .encode()).hexdigest()[:24]
         from repoguard.artefacts import user_cache_dir
 
-        path = os.path.join(user_cache_dir(), f"hs-{key}.db")
+        path = os.path.join(user_cache_dir(), f"hs-{digest}.db")
         try:
             with open(path, "rb") as fh:
-                return cls(ruleset, hs_database=fh.read(), structural=structural)
+                return cls(ruleset, hs_database=fh.read(), structural=structural, key=key)
         except Exception:  # missing or unreadable/corrupt cache: compile
             pass
-        eng = cls(ruleset, structural=structural)
+        eng = cls(ruleset, structural=structural, key=key)
         try:
             from repoguard.artefacts import atomic_write_bytes
             atomic_write_bytes(path, eng.serialize())
@@ -425,7 +429,7 @@ class Engine:
         checksum = check(r.checksum, secret) if r.checksum else ""
         where = location(path, line[:512])
         return Finding(rule_id=r.id, path=path, line=0, column=0, end_line=0, start=s, end=e,
-                       secret_sha256=secret_hash(secret), redacted=redact_secret(secret),
+                       secret_hmac=secret_hash(secret, self.key), redacted=redact_secret(secret),
                        entropy=ent, description=r.description, location=where, checksum=checksum,
                        severity=severity(r.id, r.source, where, checksum))
 
@@ -433,7 +437,7 @@ class Engine:
         p = path.encode("utf-8", "surrogateescape")
         where = location(path)
         return Finding(rule_id=r.id, path=path, line=1, column=1, end_line=1, start=0, end=0,
-                       secret_sha256=secret_hash(p), redacted=redact_secret(p),
+                       secret_hmac=secret_hash(p, self.key), redacted=redact_secret(p),
                        entropy=shannon_entropy(p), description=r.description, location=where,
                        severity=severity(r.id, r.source, where))
 

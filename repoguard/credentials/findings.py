@@ -1,25 +1,27 @@
 """A credential finding and its fingerprint.
 
-The fingerprint is `rule_id:path:h` with h = the first 32 hex digits of SHA-256 of the secret: no
-line number and no commit, so it survives line moves, rebases and squash merges (a gitleaks
-complaint), and it never contains the secret itself. Findings carry only the secret's hash and
-its redacted form (first 4 characters, then `…`); the secret text never leaves the engine.
+The fingerprint is `rule_id:path:h` with h = the first 32 hex digits of HMAC-SHA256 of the secret
+under the repository's fingerprint key (`credentials.keys`): no line number and no commit, so it
+survives line moves, rebases and squash merges (a gitleaks complaint), and it is no offline
+verifier (a plain hash of a weak password is recovered by a dictionary). Findings carry only that
+keyed hash and a redacted form that holds no character of the secret (`****(N chars)`); the
+secret text never leaves the engine.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass
 
+from repoguard.credentials.keys import fingerprint
 
-def secret_hash(secret: bytes) -> str:
-    """SHA-256 of the secret bytes, hex, truncated to 32 digits (128 bits)."""
-    return hashlib.sha256(secret).hexdigest()[:32]
+
+def secret_hash(secret: bytes, key: bytes) -> str:
+    """HMAC-SHA256 of the secret bytes under `key`, hex, truncated to 32 digits (128 bits)."""
+    return fingerprint(key, secret)
 
 
 def redact_secret(secret: bytes) -> str:
-    """The first 4 characters of the secret, then `…` (never more, whatever its length)."""
-    text = secret.decode("utf-8", errors="replace")
-    return text[:4] + "…"
+    """`****(N chars)`: the secret's length in characters, no character of it."""
+    return f"****({len(secret.decode('utf-8', errors='replace'))} chars)"
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Finding:
     end_line: int
     start: int
     end: int
-    secret_sha256: str
+    secret_hmac: str
     redacted: str
     entropy: float
     description: str = ""
@@ -53,7 +55,7 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.rule_id}:{self.path}:{self.secret_sha256}"
+        return f"{self.rule_id}:{self.path}:{self.secret_hmac}"
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -1,6 +1,7 @@
 """Scan output: text, JSON and SARIF 2.1.0 (as GitHub code scanning accepts it).
 
-Secrets appear only redacted (first 4 characters, then `…`). SARIF follows OASIS SARIF 2.1.0
+Secrets appear only redacted (`****(N chars)`: no character of the value), and fingerprints are
+keyed hashes (HMAC under the repository's key, credentials.keys), never plain hashes of a value. SARIF follows OASIS SARIF 2.1.0
 and GitHub's documented subset: `$schema`, `version`, one run with `tool.driver` (name, version,
 informationUri, rules with id/name/shortDescription/fullDescription/help/properties.tags),
 results with ruleId, ruleIndex, level, message.text, physicalLocation (relative uri, region with
@@ -77,7 +78,7 @@ def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
                 "artifactLocation": {"uri": f.path},
                 "region": {"startLine": max(1, f.line), "startColumn": max(1, f.column),
                            "endLine": max(1, f.end_line or f.line)}}}],
-            "partialFingerprints": {"repoguardFingerprint/v1": f.fingerprint},
+            "partialFingerprints": {"repoguardFingerprint/v2": f.fingerprint},
             "properties": {"location": f.location, "severity": f.severity,
                            "security-severity": SECURITY_SEVERITY.get(f.severity, "8.0"),
                            **({"checksum": f.checksum} if f.checksum else {}),

@@ -43,13 +43,14 @@ class ScanResult:
 _ENGINE: Engine | None = None
 
 
-def _init_worker(ruleset: RuleSet, hs_db: bytes | None, token: int) -> None:
+def _init_worker(ruleset: RuleSet, hs_db: bytes | None, token: int, key: bytes) -> None:
     """Under fork the parent's engine is inherited (token matches); under spawn, rebuild it from
     the serialized Hyperscan database (no recompilation)."""
     global _ENGINE
     if _ENGINE is not None and id(_ENGINE) == token:
         return
-    _ENGINE = Engine(ruleset, hs_database=hs_db) if hs_db else Engine(ruleset, use_hyperscan=False)
+    _ENGINE = (Engine(ruleset, hs_database=hs_db, key=key) if hs_db
+               else Engine(ruleset, use_hyperscan=False, key=key))
 
 
 def read_regular_file(root: str, rel: str, max_bytes: int,
@@ -133,11 +134,13 @@ class Scanner:
     """Runs scans for one rule set. `jobs`: worker processes (default: all cores)."""
 
     def __init__(self, ruleset: RuleSet, *, jobs: int | None = None, max_file_bytes: int = 50_000_000,
-                 use_hyperscan: bool | None = None, exclude: Callable[[str], bool] | None = None) -> None:
-        """`exclude(path) -> bool` drops paths (config `scan.exclude`) in every mode."""
+                 use_hyperscan: bool | None = None, exclude: Callable[[str], bool] | None = None,
+                 key: bytes | None = None) -> None:
+        """`exclude(path) -> bool` drops paths (config `scan.exclude`) in every mode. `key`: the
+        fingerprint key (`credentials.keys.repo_key(root)` for anything published)."""
         self.ruleset = ruleset
         self.exclude = exclude or (lambda p: False)
-        self.engine = Engine.build(ruleset, use_hyperscan=use_hyperscan)
+        self.engine = Engine.build(ruleset, use_hyperscan=use_hyperscan, key=key)
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.max_file_bytes = max_file_bytes
 
@@ -145,7 +148,7 @@ class Scanner:
         global _ENGINE
         _ENGINE = self.engine
         return ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker,
-                                   initargs=(self.ruleset, self.engine.serialize(), id(self.engine)))
+                                   initargs=(self.ruleset, self.engine.serialize(), id(self.engine), self.engine.key))
 
     def scan_files(self, root: str, paths: Sequence[str], *, strip: str = "") -> ScanResult:
         """Scan working-tree files `paths` (relative to `root`); reported paths lose `strip`."""
@@ -264,7 +267,7 @@ class Scanner:
             if c is not None:
                 f.author = f"{c.author_name} <{c.author_email}>"
                 f.date = c.author_date
-            f.present_at_head = (f.rule_id, f.secret_sha256) in at_head
+            f.present_at_head = (f.rule_id, f.secret_hmac) in at_head
             findings.append(f)
         counts = Counter(self._text_counts)
         counts["commits"] = len(commits)
@@ -289,7 +292,7 @@ class Scanner:
                 continue
             for path in blobs[sha]:
                 for f in self.engine.scan(data[:self.max_file_bytes], path):
-                    found.add((f.rule_id, f.secret_sha256))
+                    found.add((f.rule_id, f.secret_hmac))
         return found
 
 

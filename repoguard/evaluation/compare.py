@@ -126,7 +126,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
     incidence = load_incidence(out)
     corpus = load_corpus(out, root)
-    texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor())
+    texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor(out, root))
     device = torch.device("cpu")
     limit_cpu_threads(device)
     if cfg.model:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,6 +47,13 @@ def _downsample(rows: list[dict], n: int = 400) -> list[dict]:
     return [rows[i] for i in idx]
 
 
+def _masked(redacted) -> str:
+    """The finding's redacted form when it holds no value character (`****(N chars)`), else
+    `****` (a findings.json written before issue 32 kept the first 4 characters)."""
+    text = str(redacted or "")
+    return text if re.fullmatch(r"\*{4}\(\d+ chars\)", text) else "****"
+
+
 def _findings(out: Path) -> dict | None:
     from repoguard.report import MAX_FINDINGS
 
@@ -53,7 +61,7 @@ def _findings(out: Path) -> dict | None:
     if doc is None:
         return None
     rows = [{"rule_id": f.get("rule_id"), "path": f.get("path"), "line": f.get("line"),
-             "redacted": str(f.get("redacted", ""))[:5], "entropy": f.get("entropy")}
+             "redacted": _masked(f.get("redacted")), "entropy": f.get("entropy")}
             for f in doc.get("findings", [])]
     by_rule = defaultdict(int)
     for r in rows:

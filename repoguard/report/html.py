@@ -96,8 +96,8 @@ def _findings(f: dict | None) -> str:
     rows = [[_td(r["rule_id"]), _td(f'{r["path"]}:{r["line"]}'), _td(r["redacted"]), _td(r["entropy"], True, ".2f")]
             + [_td(r.get(k)) for k in triage] for r in f["rows"]]
     rules = ", ".join(f"{_e(k)} ({v})" for k, v in list(f["by_rule"].items())[:30])
-    return (f'<h2 id="findings">Credential findings</h2><p>{f["count"]} findings (shown redacted: first 4 '
-            f'characters). By rule: {rules}. Showing {f["shown"]} of {f["count"]}.</p>'
+    return (f'<h2 id="findings">Credential findings</h2><p>{f["count"]} findings (shown redacted: rule and length, '
+            f'no character of the value). By rule: {rules}. Showing {f["shown"]} of {f["count"]}.</p>'
             + _table(["rule", "location", "redacted", "entropy", *triage], rows))
 
 

@@ -3,7 +3,8 @@
 The privacy unit is the example (one corpus chunk): each example becomes one token sequence of at
 most `max_length` tokens and contributes one per-sequence loss, so its whole gradient is clipped
 together (never per token). Credentials are replaced by `<REDACTED:rule-id>` before tokenisation
-(`repoguard.credentials.redact`), so no credential ever reaches the model or the tokenizer.
+(`repoguard.credentials.redact`, on the whole file, with the scan's rule set), so no credential
+ever reaches the model or the tokenizer.
 """
 from __future__ import annotations
 
@@ -16,42 +17,74 @@ from repoguard.errors import InputError, PolicyError
 Redactor = Callable[[str, str], tuple[str, list]]
 
 
-def default_redactor() -> Redactor:
-    """`repoguard.credentials.redact`, imported lazily.
+def default_redactor(out=None, root=None) -> Redactor:
+    """The credential redactor (`repoguard.credentials.redact.redactor_for`): the scan's rule set
+    as `analyze` recorded it in `out` (default + `[scan] rules`), else `root`'s config, else the
+    default rules. Imported lazily.
 
     Raises:
         PolicyError: the credentials module is not installed (training on unredacted text would
             put credentials into the model).
+        InputError: a recorded rule file is missing or invalid.
     """
     try:
-        from repoguard.credentials import redact
+        from repoguard.credentials.redact import redactor_for
     except ImportError as exc:
         raise PolicyError(f"credential redaction is unavailable ({exc}); refusing to train on "
                           "unredacted text") from None
-    return redact
+    return redactor_for(out, root)
+
+
+class ExampleRedactor:
+    """Redacts examples on their whole file: `redactor` runs once per file (the last `files`
+    files are memoised; plan order keeps a file's chunks together) and each finding's byte span
+    is mapped onto the chunks it overlaps, so a credential cut by a chunk boundary (a PEM key's
+    base64 body in the next chunk) is redacted in every chunk that holds part of it."""
+
+    def __init__(self, corpus, redactor: Redactor, *, files: int = 64) -> None:
+        self.corpus, self.redactor, self.files = corpus, redactor, files
+        self._memo: dict[tuple[str, str], tuple[bytes, list]] = {}
+
+    def __call__(self, ex) -> tuple[str, str, list]:
+        """(raw text, redacted text, findings) of example `ex`; finding offsets are UTF-8 byte
+        offsets into the raw text, clipped to it. Raises InputError when the file changed since
+        the corpus was built."""
+        from repoguard.credentials.redact import redact_range
+
+        key = (ex.path, ex.blob_sha)
+        hit = self._memo.get(key)
+        if hit is None:
+            data = self.corpus.file_data(ex)
+            _, findings = self.redactor(data.decode("utf-8"), ex.path)
+            if len(self._memo) >= self.files:
+                self._memo.pop(next(iter(self._memo)))
+            hit = self._memo[key] = (data, findings)
+        data, findings = hit
+        red, local = redact_range(data, findings, ex.start_byte, ex.end_byte)
+        return data[ex.start_byte:ex.end_byte].decode("utf-8"), red, local
 
 
 def example_texts(corpus, example_ids: Sequence[str], *, redactor: Redactor | None) -> list[str]:
-    """Texts of the plan's examples, in plan order, credentials redacted.
+    """Texts of the plan's examples, in plan order, credentials redacted on the whole file
+    (`ExampleRedactor`).
 
     Args:
-        corpus: a `repoguard.corpus.Corpus` (`.examples`, `.text(example)`).
+        corpus: a `repoguard.corpus.Corpus` (`.examples`, `.text(example)`, `.file_data(example)`).
         example_ids: the plan's example ids (rows of ρ).
-        redactor: `(text, path) -> (redacted, findings)`; None only for already-clean texts.
+        redactor: `(text, path) -> (redacted, findings)` applied to whole files (finding offsets:
+            UTF-8 bytes of the file); None only for already-clean texts.
 
     Raises:
         InputError: a plan example is not in the corpus (plan and corpus are out of date).
     """
     by_id = {ex.id: ex for ex in corpus.examples}
+    red = ExampleRedactor(corpus, redactor) if redactor is not None else None
     texts = []
     for eid in example_ids:
         ex = by_id.get(eid)
         if ex is None:
             raise InputError(f"plan: example {eid!r} is not in the corpus; re-run `repoguard plan`")
-        text = corpus.text(ex)
-        if redactor is not None:
-            text, _ = redactor(text, ex.path)
-        texts.append(text)
+        texts.append(red(ex)[1] if red is not None else corpus.text(ex))
     return texts
 
 

@@ -61,7 +61,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                          f"several examples ({', '.join(grouped[:5])}{' …' if len(grouped) > 5 else ''}); "
                          "re-plan with --adjacency zero-out")
     corpus = load_corpus(out, root)
-    texts = example_texts(corpus, plan.example_ids, redactor=default_redactor())
+    texts = example_texts(corpus, plan.example_ids, redactor=default_redactor(out, root))
     dist = init_from_env()
     try:
         device = pick_device(opts.device)
