@@ -125,7 +125,7 @@ class Corpus:
     def file_data(self, example: Example) -> bytes:
         """The whole file `example` was cut from (bytes), verified like `text`: redaction scans
         the whole file, since a credential can straddle two examples."""
-        return _read_verified(str(self.root / example.path), example.blob_sha)
+        return _read_verified(str(self.root), example.path, example.blob_sha)
 
     def stats(self) -> dict:
         reasons = Counter(e.reason for e in self.excluded)
