@@ -20,6 +20,10 @@ def run(args) -> int:
 
     repo, _config, out = resolve_repo(args, allow_plain=True)
     result = build_report(out, repo_name=repo.root.name)
+    from repoguard.accounting.published import insecure_lines
+
+    for line in ([result["no_privacy"]] if result["no_privacy"] else []) + insecure_lines(result["insecure"]):
+        logging.getLogger("repoguard").warning("%s", line)     # first, on stderr, even with --json
     if args.json:
         print_json(result)
     elif not args.quiet:
