@@ -14,6 +14,7 @@ def register(parser) -> None:
 
 def run(args) -> int:
     import logging
+    import sys
 
     from repoguard.commands._common import resolve_repo
     from repoguard.report import build_report
@@ -23,7 +24,7 @@ def run(args) -> int:
     from repoguard.accounting.published import insecure_lines
 
     for line in ([result["no_privacy"]] if result["no_privacy"] else []) + insecure_lines(result["insecure"]):
-        logging.getLogger("repoguard").warning("%s", line)     # first, on stderr, even with --json
+        sys.stderr.write(f"repoguard: {line}\n")     # first, on stderr, even with --json or -q
     if args.json:
         print_json(result)
     elif not args.quiet:
