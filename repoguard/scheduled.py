@@ -46,6 +46,10 @@ def run_lock(out: Path) -> Iterator[Path]:
     """Hold `out/run.lock` exclusively for the block; raises LockedError at once if it is held.
     `run`, `plan` and `train` hold it: one command at a time spends privacy or writes the plan."""
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(out, 0o700)       # the output directory is owner-only (plan, adapters, ledger)
+    except OSError:
+        pass
     path = out / LOCK_FILE
     fh = open(path, "a+")
     try:

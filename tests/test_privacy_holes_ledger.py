@@ -215,3 +215,34 @@ def test_plan_refuses_when_published_artefacts_outlive_their_ledger(repo, capsys
     for name, data in saved.items():
         (out / name).write_bytes(data)
     assert main(["plan", "-q", *PLAN, str(repo)]) == 0
+
+
+# -- owner-only ledger and output directory -------------------------------------------------------
+def test_ledger_and_output_directory_are_owner_only(tmp_path):
+    from repoguard.accounting.ledger import GENESIS, record_run
+    from repoguard.plan import Plan, SecretPlan
+    from repoguard.scheduled import run_lock
+
+    out = tmp_path / "out"
+    out.mkdir(mode=0o755)
+    path = out / "ledger.jsonl"
+    path.write_bytes(b"")
+    os.chmod(path, 0o644)                   # a ledger made world-readable by an older version
+    w = np.ones(4)
+    plan = Plan(sigma=1.0, batch_size=2.0, steps=2, clip_norm=1.0, c=1.0, cap="kl", accountant="best",
+                adjacency="zero-out", example_ids=[f"ex{i}" for i in range(4)], w=w, rho=w / 2,
+                secrets=[SecretPlan(id="alpha", p=1e-4, r=0.5, achieved_bound=1e-2, binding="kl", kl_spent=0.01,
+                                    renyi_spent={"8": 0.02}, n_examples=1, sum_w=1.0)],
+                extra={"ledger_head": GENESIS})
+    old = os.umask(0o022)
+    try:
+        record_run(path, plan, run_id="r1", steps_completed=2, status="completed", clear_example_ids=["ex1"])
+        with run_lock(out):
+            pass
+    finally:
+        os.umask(old)
+    mode = lambda p: p.stat().st_mode & 0o777          # noqa: E731
+    side = out / "ledger.jsonl.d"
+    assert mode(out) == 0o700 and mode(path) == 0o600 and mode(out / "ledger.jsonl.head") == 0o600
+    assert mode(side) == 0o700 and sorted(mode(f) for f in side.iterdir()) == [0o600] * len(list(side.iterdir()))
+    assert len(list(side.glob("*.parquet"))) == 3      # spending, summary, clear-phase ids

@@ -60,7 +60,7 @@ from repoguard.accounting import ledger_state as ls
 from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the ledger's public API)
     CLEAR_VERSION, GENESIS, LEDGER_VERSION, READABLE_VERSIONS, STATUSES, canonical, check_side_file,
     clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
-    read_entries, shared_lock, side_dir)
+    owner_only, read_entries, shared_lock, side_dir)
 from repoguard.accounting.ledger_verify import state_from_entries, verify  # noqa: F401
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError, PolicyError
@@ -184,7 +184,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
             entry["summary"] = {"file": name, "sha256": ls.write_state(d / name, state or ls.State())}
         entry["hash"] = entry_hash(entry)
         line = canonical(entry) + b"\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
             os.fsync(fd)
@@ -194,6 +194,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
         for f in d.glob("summary-*.parquet"):     # superseded checkpoints
             if f.name != entry["summary"]["file"]:
                 f.unlink(missing_ok=True)
+        owner_only(path)                          # also repairs a ledger made world-readable before
     return {**entry, "secrets": secrets}
 
 
