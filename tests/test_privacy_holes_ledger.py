@@ -246,3 +246,11 @@ def test_ledger_and_output_directory_are_owner_only(tmp_path):
     assert mode(out) == 0o700 and mode(path) == 0o600 and mode(out / "ledger.jsonl.head") == 0o600
     assert mode(side) == 0o700 and sorted(mode(f) for f in side.iterdir()) == [0o600] * len(list(side.iterdir()))
     assert len(list(side.glob("*.parquet"))) == 3      # spending, summary, clear-phase ids
+
+
+def test_plan_refuses_an_adapter_without_report_or_ledger(repo, capsys):
+    out = repo / ".repoguard"
+    (out / "train" / "adapter").mkdir(parents=True)
+    (out / "train" / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    rc, _, err = _cli(capsys, "plan", *PLAN, str(repo))
+    assert rc == 1 and "adapter" in err and "without its privacy report" in err, err

@@ -83,15 +83,22 @@ def published_reports(out: Path, ledger_path: Path) -> list[Path]:
 
 def check_published(out: Path, ledger_path: Path) -> None:
     """Refuse to plan (PolicyError) when a published private run's privacy report names a run id
-    or a ledger head that the ledger at `ledger_path` lacks: the ledger was deleted, truncated or
-    replaced, and planning against it would spend the secrets' budgets again."""
+    or a ledger head that the ledger at `ledger_path` lacks (the ledger was deleted, truncated or
+    replaced, and planning against it would spend the secrets' budgets again), or when
+    `out/train/adapter` exists without a privacy report and the ledger is empty."""
     from repoguard.accounting.ledger_io import read_entries
 
     ledger_path = Path(ledger_path)
     reports = published_reports(out, ledger_path)
-    if not reports:
+    adapter = Path(out) / "train" / "adapter"
+    if not reports and not adapter.is_dir():
         return
     entries = read_entries(ledger_path) if ledger_path.exists() else []
+    if not entries and adapter.is_dir() and not (adapter.parent / "privacy_report.json").is_file():
+        raise PolicyError(f"{adapter}: a published adapter without its privacy report, and the ledger "
+                          f"{ledger_path} is empty or missing (deleted?); refusing to plan, the secrets' budgets "
+                          f"would start again from zero. Restore the ledger, or remove {adapter.parent} if that "
+                          "adapter was never released")
     runs = {str(e.get("run_id")) for e in entries}
     hashes = {e.get("hash") for e in entries}
     for f in reports:
