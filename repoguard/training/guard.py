@@ -13,7 +13,10 @@ plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks t
    acknowledgement, and every such run in the ledger was covered by the plan's exposure check
    (`repoguard.accounting.exposures.guard_problem`).
 
-Any failure is a PolicyError naming the secrets. Entries are appended with
+Any failure is a PolicyError naming the secrets. The check is repeated where it matters, at each
+append: `record` passes the head `check` accepted to the ledger, which compare-and-swaps it under
+its lock (`ledger.append_entry`), so a run recorded in between (another `train` on the same ledger)
+makes this one's records refused and its adapter unpublished (issue 32 A). Entries are appended with
 `repoguard.accounting.ledger.record_run`; the last entry of a run id is what counts, so a run
 records "running" at each checkpoint, "interrupted"/"failed" when it stops and "completed" before
 its adapter is published; a resume continues under the same run id.
