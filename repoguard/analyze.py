@@ -148,7 +148,10 @@ def summarize(inc: Incidence, file_examples: dict, seconds: dict[str, float], co
             "seconds": seconds[name],
         }
     cfg = config.analyzers
+    from repoguard.provenance import analysis_config_digest
+
     return {
+        "config_digest": analysis_config_digest(config),   # the trainer compares it (provenance.py)
         "examples": inc.shape[0], "secrets": inc.shape[1], "incidences": int(inc.matrix.nnz),
         "files": len(file_examples),
         "per_analyzer": per,

@@ -34,6 +34,7 @@ from repoguard import __version__
 from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
 from repoguard.config import Config, PlanConfig
 from repoguard.errors import InputError, PolicyError
+from repoguard.provenance import tree_digest  # noqa: F401  (re-exported: stage digests)
 
 log = logging.getLogger("repoguard")
 
@@ -86,22 +87,6 @@ def digest(obj) -> str:
     """SHA-256 (hex) of the canonical JSON of `obj`."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
                           .encode("utf-8")).hexdigest()
-
-
-def tree_digest(*paths: Path) -> str:
-    """SHA-256 over the relative names and bytes of every regular file under `paths` (files or
-    directories, missing ones count as absent); symlinks are not followed into directories."""
-    h = hashlib.sha256()
-    for base in paths:
-        base = Path(base)
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
-        h.update(f"{base.name}:{len(files)}\0".encode())
-        for f in files:
-            h.update(f.relative_to(base.parent).as_posix().encode() + b"\0")
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-    return h.hexdigest()
 
 
 def source_digest(repo) -> dict:
@@ -291,7 +276,7 @@ def summarize(ctx: Context) -> dict:
         "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
         "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
         "binding_secret": plan.get("binding_secret"),
-        "exposures": plan.get("exposures", []),
+        "exposures": plan.get("exposures", []), "insecure_runs": plan.get("insecure_runs") or {},
         "adapter": train.get("adapter"), "run_id": train.get("run_id"),
         "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
         "ledger": str(ctx.ledger),

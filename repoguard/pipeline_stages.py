@@ -183,6 +183,9 @@ class plan:
 
         if "analyze" not in ctx.ran:   # analyze warned already when it ran in this run
             warn(inc.summary.get("unmatched") or {})
+        from repoguard.accounting.published import check_published, mark_insecure
+
+        check_published(ctx.out, ctx.ledger)         # a deleted ledger never resets the budget
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
         before, pairs = spending(ctx.ledger)
         from repoguard.accounting.exposures import mark_plan, plan_exposures
@@ -205,6 +208,10 @@ class plan:
                 prog.close()
         p.extra["ledger_head"] = head
         p.extra["budget_fraction"] = frac
+        from repoguard.provenance import analysis_config_digest
+
+        p.extra["inputs"] = {"config": analysis_config_digest(ctx.config)}     # save_plan adds the rest
+        mark_insecure(p, ctx.ledger)
         mark_plan(p, exposures, clear_runs)
         target = save_plan(p, ctx.out)
         s = plan_summary(p, target)
@@ -216,7 +223,7 @@ class plan:
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,
                 "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target),
-                "exposures": s["exposures"]}
+                "exposures": s["exposures"], "insecure_runs": s["insecure_runs"]}
 
     @staticmethod
     def outputs(ctx):
@@ -254,9 +261,12 @@ class train:
         from repoguard.training.pipeline import RunOptions, run_training
 
         s = ctx.settings
+        from repoguard.provenance import analysis_config_digest
+
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
                           insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
-                          floor=(ctx.config.defaults.p, ctx.config.defaults.r))
+                          floor=(ctx.config.defaults.p, ctx.config.defaults.r),
+                          config_digest=analysis_config_digest(ctx.config))
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],

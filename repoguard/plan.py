@@ -2,13 +2,18 @@
 secret is promised (Hush Alg. 2 lines 1–5). Written by `repoguard plan`, read by `repoguard train`.
 
 On disk (`OUT/plan/`, format version 1):
-    plan.json   scalars and the per-secret table (below)
+    plan.json   scalars and the per-secret table (below); "digest" (`plan_files_digest`): SHA-256
+                over the rest of plan.json and the bytes of plan.npz, checked by `load_plan` (a
+                hand-edited σ or ρ is refused, issue 32 I); extra["inputs"]: the digests of the
+                corpus and incidence it was built from (and of the config, `provenance.py`)
     plan.npz    example_ids (str), w (float64), rho (float64), test (bool: held-out examples,
                 `evaluation/split.py`; absent in older plans = none), aligned with the incidence rows
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,6 +69,7 @@ class Plan:
     secrets: list[SecretPlan] = field(default_factory=list)
     extra: dict = field(default_factory=dict)      # sweep table, paper-KL σ, solver stats…
     test: np.ndarray | None = None                 # bool (n,): held-out examples (ρ = 0), or None
+    digest: str | None = None                      # plan files' digest, set by save_plan/load_plan
 
     @property
     def test_mask(self) -> np.ndarray:
@@ -83,11 +89,36 @@ class Plan:
             raise InputError("plan: σ, B, T and C must be positive")
 
 
+def plan_files_digest(doc: dict, npz_sha256: str) -> str:
+    """SHA-256 over plan.json's content without its "digest" (canonical JSON: sorted keys, no
+    spaces) and the SHA-256 of plan.npz's bytes. Unkeyed: it catches a hand edit or corruption,
+    not a forger who recomputes it."""
+    body = json.dumps({k: v for k, v in doc.items() if k != "digest"}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256((body + "\n" + npz_sha256).encode("utf-8")).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def save_plan(plan: Plan, out_dir: str | Path) -> Path:
-    """Write `out_dir/plan/` atomically; returns the directory."""
+    """Write `out_dir/plan/` atomically; returns the directory. Records in `extra["inputs"]` the
+    digests of `out_dir`'s corpus and incidence (keeping a "config" digest the caller set) and
+    in plan.json the files' digest (`plan_files_digest`; also set on `plan.digest`)."""
+    from repoguard.provenance import artefact_digests
+
     plan.check()
     target = Path(out_dir) / "plan"
+    plan.extra["inputs"] = {**(plan.extra.get("inputs") or {}), **artefact_digests(Path(out_dir))}
     with atomic_dir(target) as tmp:
+        np.savez_compressed(tmp / "plan.npz", example_ids=np.asarray(plan.example_ids, dtype=str),
+                            w=plan.w.astype(np.float64), rho=plan.rho.astype(np.float64),
+                            test=plan.test_mask)
         doc = {
             "format_version": FORMAT_VERSION,
             "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
@@ -96,11 +127,26 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
             "n_examples": len(plan.example_ids), "sum_w": float(plan.w.sum()),
             "secrets": [asdict(s) for s in plan.secrets], "extra": plan.extra,
         }
+        doc = json.loads(json.dumps(doc))          # the digest is of what a reader parses back
+        doc["digest"] = plan.digest = plan_files_digest(doc, _file_sha256(tmp / "plan.npz"))
         atomic_write_json(tmp / "plan.json", doc)
-        np.savez_compressed(tmp / "plan.npz", example_ids=np.asarray(plan.example_ids, dtype=str),
-                            w=plan.w.astype(np.float64), rho=plan.rho.astype(np.float64),
-                            test=plan.test_mask)
     return target
+
+
+def _check_digest(d: Path, doc: dict) -> str | None:
+    """plan.json's "digest" checked against its content and plan.npz (None when absent: an older
+    plan, which the trainer refuses). Raises InputError on a mismatch."""
+    want = doc.get("digest")
+    if want is None:
+        return None
+    try:
+        have = plan_files_digest(doc, _file_sha256(d / "plan.npz"))
+    except OSError as exc:
+        raise InputError(f"{d / 'plan.npz'}: unreadable plan ({exc}); re-run `repoguard plan`") from None
+    if have != want:
+        raise InputError(f"{d / 'plan.json'}: the plan files do not match their digest (plan.json or plan.npz "
+                         "edited or corrupt); re-run `repoguard plan`")
+    return str(want)
 
 
 def load_plan(out_dir: str | Path) -> Plan:
@@ -109,6 +155,7 @@ def load_plan(out_dir: str | Path) -> Plan:
     doc = read_json(d / "plan.json", what="plan (run `repoguard plan`)")
     if doc.get("format_version") != FORMAT_VERSION:
         raise InputError(f"{d / 'plan.json'}: format version {doc.get('format_version')} is not {FORMAT_VERSION}")
+    digest = _check_digest(d, doc) if isinstance(doc, dict) else None
     try:
         z = np.load(d / "plan.npz", allow_pickle=False)
         plan = Plan(
@@ -117,7 +164,7 @@ def load_plan(out_dir: str | Path) -> Plan:
             accountant=doc["accountant"], adjacency=doc["adjacency"],
             example_ids=[str(x) for x in z["example_ids"]], w=z["w"], rho=z["rho"],
             secrets=[SecretPlan(**s) for s in doc["secrets"]], extra=doc.get("extra", {}),
-            test=z["test"].astype(bool) if "test" in z.files else None,
+            test=z["test"].astype(bool) if "test" in z.files else None, digest=digest,
         )
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{d}: corrupt plan ({exc})") from None

@@ -43,8 +43,13 @@ class LockedError(RepoguardError):
 
 @contextlib.contextmanager
 def run_lock(out: Path) -> Iterator[Path]:
-    """Hold `out/run.lock` exclusively for the block; raises LockedError at once if it is held."""
+    """Hold `out/run.lock` exclusively for the block; raises LockedError at once if it is held.
+    `run`, `plan` and `train` hold it: one command at a time spends privacy or writes the plan."""
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(out, 0o700)       # the output directory is owner-only (plan, adapters, ledger)
+    except OSError:
+        pass
     path = out / LOCK_FILE
     fh = open(path, "a+")
     try:
@@ -52,7 +57,7 @@ def run_lock(out: Path) -> Iterator[Path]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise LockedError(f"{path}: another repoguard run holds the lock; not starting "
+                raise LockedError(f"{path}: another repoguard run, plan or train holds the lock; not starting "
                                   f"(exit {EXIT_LOCKED}: try again later)") from None
             raise
         fh.seek(0)

@@ -52,6 +52,7 @@ def write_ids(path: Path, ids: Sequence[str]) -> str:
                    use_dictionary=False)
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
+    os.chmod(tmp, 0o600)                       # owner-only, like the ledger
     digest = file_digest(tmp)
     os.replace(tmp, path)
     return digest

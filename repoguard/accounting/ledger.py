@@ -60,7 +60,7 @@ from repoguard.accounting import ledger_state as ls
 from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the ledger's public API)
     CLEAR_VERSION, GENESIS, LEDGER_VERSION, READABLE_VERSIONS, STATUSES, canonical, check_side_file,
     clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
-    read_entries, shared_lock, side_dir)
+    owner_only, read_entries, shared_lock, side_dir)
 from repoguard.accounting.ledger_verify import state_from_entries, verify  # noqa: F401
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError, PolicyError
@@ -83,7 +83,7 @@ def _finite(x: float) -> bool:
 
 def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
                randomness: str | None = None, clear_example_ids: Sequence[str] = (),
-               phases: dict | None = None) -> dict:
+               phases: dict | None = None, base_head: str | None = None) -> dict:
     """Append one entry for `run_id` and return it. Spending scales with steps_completed /
     plan.steps (divergences add per step); Rényi orders that were +inf in the plan are left out
     (they then count as +inf). `randomness` (when given) records where the run's batches and noise
@@ -96,7 +96,8 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     `phases` (when given): a two-phase run's phase-1 record and undetected-secret floor
     (`training.phases`), stored as given. Raises InputError for bad arguments (including a clear
     id that is not a training example of `plan`, or a held-out one) and PolicyError if the ledger
-    fails verification (a tampered ledger is never extended)."""
+    fails verification (a tampered ledger is never extended) or, with `base_head`, when the
+    compare-and-swap of `append_entry` fails (a stale plan)."""
     if status not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {status!r}")
     if not 0 <= steps_completed <= plan.steps:
@@ -122,16 +123,21 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
         from repoguard.accounting.clear_ids import check_plan_ids
 
         check_plan_ids(plan, clear_example_ids)
-    return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids)
+    return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids, base_head=base_head)
 
 
 def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
-                 clear_example_ids: Sequence[str] = ()) -> dict:
+                 clear_example_ids: Sequence[str] = (), base_head: str | None = None) -> dict:
     """Append one format-2 entry: `fields` (run_id, status and the run's scalars) and `secrets`
     ({sid: {"kl", "renyi", "pair"}}, or a columnar `ledger_state.Run`) written to a spending file; the carried-forward summary is
     updated from the previous one (module docstring). Non-empty `clear_example_ids` add the
     "clear" reference (format 3, `record_run`). Returns the entry, with "secrets" added for the
-    caller (not stored inline). Raises PolicyError if the ledger fails verification."""
+    caller (not stored inline). Raises PolicyError if the ledger fails verification.
+
+    `base_head` (compare-and-swap): the ledger head the run was planned and checked against
+    (an entry hash, or GENESIS). Under the append's lock every entry after it must be this run's
+    own (`fields["run_id"]`), else PolicyError and nothing is written: another run spent in
+    between, so this run's σ no longer keeps the cumulative bounds ≤ r (issue 32 A)."""
     path = Path(ledger_path)
     if fields.get("status") not in STATUSES:
         raise InputError(f"ledger: status must be one of {', '.join(STATUSES)}, not {fields.get('status')!r}")
@@ -141,6 +147,8 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
         if not check["ok"]:
             raise PolicyError(f"{path}: refusing to append to a ledger that fails verification: {check['problems'][0]}")
         entries = read_entries(path)
+        if base_head is not None:
+            _compare_and_swap(path, entries, base_head, str(fields.get("run_id")))
         n = check["entries"]
         d = side_dir(path)
         d.mkdir(parents=True, exist_ok=True)
@@ -176,7 +184,7 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
             entry["summary"] = {"file": name, "sha256": ls.write_state(d / name, state or ls.State())}
         entry["hash"] = entry_hash(entry)
         line = canonical(entry) + b"\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
             os.fsync(fd)
@@ -186,7 +194,25 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
         for f in d.glob("summary-*.parquet"):     # superseded checkpoints
             if f.name != entry["summary"]["file"]:
                 f.unlink(missing_ok=True)
+        owner_only(path)                          # also repairs a ledger made world-readable before
     return {**entry, "secrets": secrets}
+
+
+def _compare_and_swap(path: Path, entries: list[dict], base_head: str, run_id: str) -> None:
+    """PolicyError unless every entry after `base_head` belongs to `run_id` (`append_entry`)."""
+    hashes = [e.get("hash") for e in entries]
+    if base_head == GENESIS:
+        after = entries
+    elif base_head in hashes:
+        after = entries[hashes.index(base_head) + 1:]
+    else:
+        raise PolicyError(f"{path}: stale plan: the ledger head it was made against ({base_head[:12]}…) is not "
+                          "in the ledger; run not recorded, nothing published. Re-run `repoguard plan`")
+    others = sorted({str(e.get("run_id")) for e in after if str(e.get("run_id")) != run_id})
+    if others:
+        raise PolicyError(f"{path}: stale plan: run(s) {', '.join(others[:3])} were recorded after the ledger head "
+                          f"it was made against; run {run_id} not recorded, nothing published. "
+                          "Re-run `repoguard plan`")
 
 
 def _last_status(entries: list[dict]) -> dict[str, str]:

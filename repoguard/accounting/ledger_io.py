@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, Iterator
@@ -36,6 +37,23 @@ def canonical(obj: Any) -> bytes:
 def entry_hash(entry: dict) -> str:
     """SHA-256 (hex) of the entry's canonical JSON without its "hash" field."""
     return hashlib.sha256(canonical({k: v for k, v in entry.items() if k != "hash"})).hexdigest()
+
+
+def owner_only(path: Path) -> None:
+    """Make the ledger (0600), its side-file directory and files (0700/0600) and the directory that
+    holds the ledger (the output directory, 0700) owner-only; best effort (a file owned by someone
+    else keeps its mode). Spending per secret and run ids are nobody else's business."""
+    real = Path(path).resolve()
+    d = side_dir(path)
+    targets = [(real, 0o600), (real.parent, 0o700), (head_path(real), 0o600), (d, 0o700)]
+    if d.is_dir():
+        targets += [(f, 0o600) for f in d.iterdir() if f.is_file()]
+    for f, mode in targets:
+        try:
+            if f.exists() and (f.stat().st_mode & 0o777) != mode:
+                os.chmod(f, mode)
+        except OSError:
+            pass
 
 
 def head_path(path: Path) -> Path:
@@ -78,7 +96,7 @@ def exclusive_lock(path: Path) -> Iterator[Any]:
     """Exclusive lock on the ledger while a writer appends; a `shared_lock` taken inside it by the
     same thread is then a no-op (flock is per open file: a second lock would wait on the first)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+b")
+    fh = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+b")   # owner-only
     key = str(Path(path).resolve())
     held = _held.__dict__.setdefault("paths", set())
     try:

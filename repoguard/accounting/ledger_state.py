@@ -424,6 +424,7 @@ def _write_table(path: Path, table) -> str:
                    use_byte_stream_split=floats or False)
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
+    os.chmod(tmp, 0o600)                       # owner-only, like the ledger
     digest = file_digest(tmp)
     os.replace(tmp, path)
     return digest

@@ -51,11 +51,15 @@ def run(args) -> int:
         return 0 if check["ok"] else 1
     totals = spent(path)  # raises PolicyError when the chain is broken (verified once, cached)
     exp = ledger_exposures(path, out, config.ledger.acknowledged_exposures)
+    from repoguard.accounting.published import insecure_history, insecure_lines
+
+    insecure = insecure_history(path)     # secrets an insecure-reproducible run trained: no guarantee
     runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
-                                   "steps_completed", "plan_digest")} for e in read_entries(path)]
+                                   "steps_completed", "plan_digest", "randomness")} for e in read_entries(path)]
     if args.json:
-        print_json({"ledger": str(path), "runs": runs,
-                    "spent": {k: {"kl": v[0], "renyi": v[1]} for k, v in totals.items()}, **exp})
+        print_json({"ledger": str(path), "runs": runs, "insecure": insecure,
+                    "spent": {k: {"kl": v[0], "renyi": v[1], "insecure_runs": insecure.get(k, [])}
+                              for k, v in totals.items()}, **exp})
         return 0
     if not args.quiet:
         from rich.table import Table
@@ -74,6 +78,8 @@ def run(args) -> int:
         for k, (kl, ren) in sorted(totals.items()):
             t.add_row(k, f"{kl:.4g}", str(len(ren)))
         con.print(t)
+        for line in insecure_lines(insecure):
+            con.print(line, markup=False, style="bold red")
         _print_exposures(con, exp)
     return 0
 

@@ -24,13 +24,22 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    from repoguard.commands._common import resolve_repo
+
+    _repo, config, out = resolve_repo(args, allow_plain=True)
+    from repoguard.scheduled import run_lock
+
+    with run_lock(out):        # one command at a time spends or writes OUT (issue 32 A)
+        return _run(args, config, out)
+
+
+def _run(args, config, out) -> int:
     from repoguard.accounting.ledger import spending, verify
-    from repoguard.commands._common import print_json, resolve_repo
+    from repoguard.commands._common import print_json
     from repoguard.errors import InputError
     from repoguard.incidence import load_incidence
     from repoguard.plan import build_plan, save_plan
 
-    _repo, config, out = resolve_repo(args, allow_plain=True)
     pc = config.plan
     batch = args.batch_size if args.batch_size is not None else pc.batch_size
     steps = args.steps if args.steps is not None else pc.steps
@@ -47,6 +56,9 @@ def run(args) -> int:
     warn(inc.summary.get("unmatched") or {})
     from repoguard.evaluation.split import split_from_config
     split = split_from_config(inc.example_ids, pc)
+    from repoguard.accounting.published import check_published, mark_insecure
+
+    check_published(out, out / "ledger.jsonl")       # a deleted ledger never resets the budget
     ledger, pairs = spending(out / "ledger.jsonl")
     from repoguard.accounting.exposures import mark_plan, plan_exposures
 
@@ -65,6 +77,10 @@ def run(args) -> int:
         if progress is not None:
             progress.close()
     plan.extra["ledger_head"] = head
+    from repoguard.provenance import analysis_config_digest
+
+    plan.extra["inputs"] = {"config": analysis_config_digest(config)}    # save_plan adds corpus, incidence
+    mark_insecure(plan, out / "ledger.jsonl")
     mark_plan(plan, exposures, clear_runs)
     target = save_plan(plan, out)
     summary = plan_summary(plan, target)
@@ -79,6 +95,7 @@ def plan_summary(plan, target) -> dict:
     """The JSON `repoguard plan --json` prints."""
     tight = max(plan.secrets, key=lambda s: (s.achieved_bound if s.dp_bound is None else s.dp_bound) / s.r,
                 default=None)   # the secret that sets σ (an exposed secret's bound is 1 whatever σ)
+    insecure = plan.extra.get("insecure_runs") or {}    # secrets an insecure-reproducible run trained
     return {
         "plan_dir": str(target), "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
         "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
@@ -91,9 +108,11 @@ def plan_summary(plan, target) -> dict:
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
         "exposures": plan.extra.get("exposures", []),
+        "insecure_runs": insecure,
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
                      "binding": s.binding, "kl_spent": s.kl_spent, "n_examples": s.n_examples,
-                     "sum_w": s.sum_w, "dp_bound": s.dp_bound} for s in plan.secrets],
+                     "sum_w": s.sum_w, "dp_bound": s.dp_bound, "insecure_runs": insecure.get(s.id, [])}
+                    for s in plan.secrets],
     }
 
 
@@ -151,6 +170,10 @@ def _print(plan, summary) -> None:
 
     for line in print_lines(summary.get("exposures") or []):
         con.print(line, markup=False)
+    from repoguard.accounting.published import insecure_lines
+
+    for line in insecure_lines(summary.get("insecure_runs") or {}):
+        con.print(line, markup=False, style="bold red")
     kl = summary.get("sigma_paper_kl")
     ratio = summary.get("sigma_ratio_kl_over_this")
     lp = summary["lp"]

@@ -14,12 +14,17 @@ def register(parser) -> None:
 
 def run(args) -> int:
     import logging
+    import sys
 
     from repoguard.commands._common import resolve_repo
     from repoguard.report import build_report
 
     repo, _config, out = resolve_repo(args, allow_plain=True)
     result = build_report(out, repo_name=repo.root.name)
+    from repoguard.accounting.published import insecure_lines
+
+    for line in ([result["no_privacy"]] if result["no_privacy"] else []) + insecure_lines(result["insecure"]):
+        sys.stderr.write(f"repoguard: {line}\n")     # first, on stderr, even with --json or -q
     if args.json:
         print_json(result)
     elif not args.quiet:

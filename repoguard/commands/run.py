@@ -143,6 +143,9 @@ def _print(s: dict, con) -> None:
     if s.get("exposures"):
         rows.append(("exposed by a clear phase (bound 1, acknowledged)",
                      "; ".join(f"{x['secret']} by {x['run_id']} ({x['n_examples']} examples)" for x in s["exposures"])))
+    if s.get("insecure_runs"):
+        rows.append(("INSECURE (trained by an insecure-reproducible run)",
+                     "; ".join(f"{k} by {', '.join(v)}" for k, v in sorted(s["insecure_runs"].items()))))
     if s.get("run_dir"):
         rows.append(("run directory (latest)", f"{s['run_dir']} ({s['latest']})"))
     for k, v in rows:

@@ -79,10 +79,18 @@ def run(args) -> int:
                        lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_targets=targets,
                        learning_rate=args.lr, micro_batch_size=args.micro_batch_size,
                        checkpoint_every=args.checkpoint_every, seed=args.seed, **phase_overrides(args))
+    from contextlib import nullcontext
+
+    from repoguard.provenance import analysis_config_digest
+    from repoguard.scheduled import run_lock
+
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
                       insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,
-                      show_progress=not args.quiet, floor=(config.defaults.p, config.defaults.r))
-    report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
+                      show_progress=not args.quiet, floor=(config.defaults.p, config.defaults.r),
+                      config_digest=analysis_config_digest(config))
+    # One command at a time spends privacy or writes OUT (issue 32 A); under torchrun rank 0 holds it.
+    with run_lock(out) if int(os.environ.get("RANK", "0")) == 0 else nullcontext():
+        report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
     if int(os.environ.get("RANK", "0")) != 0:    # under torchrun only rank 0 reports
         return 0
     if args.json:

@@ -22,7 +22,9 @@ HTML_SIZE_BOUND = 2_000_000       # bytes
 
 def build_report(out: str | Path, *, repo_name: str = "") -> dict:
     """Write `out/report/report.json` and `out/report/report.html` atomically; returns
-    {"json": path, "html": path, "html_bytes": n, "sections": [...]}.
+    {"json": path, "html": path, "html_bytes": n, "sections": [...], "no_privacy": the NO PRIVACY
+    line when the published adapter is a --no-dp run's (else None), "insecure": {secret: insecure-
+    reproducible runs that trained it}}.
 
     Raises InputError when `out` holds none of the stages' artefacts."""
     from repoguard.artefacts import atomic_dir, atomic_write_json, atomic_write_text
@@ -36,4 +38,5 @@ def build_report(out: str | Path, *, repo_name: str = "") -> dict:
         atomic_write_json(tmp / "report.json", doc)
         atomic_write_text(tmp / "report.html", page)
     return {"json": str(out / "report" / "report.json"), "html": str(out / "report" / "report.html"),
-            "html_bytes": len(page.encode("utf-8")), "sections": doc["sections"]}
+            "html_bytes": len(page.encode("utf-8")), "sections": doc["sections"],
+            "no_privacy": doc.get("no_privacy"), "insecure": (doc.get("ledger") or {}).get("insecure") or {}}

@@ -78,34 +78,45 @@ def _ledger(out: Path) -> dict | None:
 
     check = verify(path)
     doc = {"ok": bool(check["ok"]), "problems": check["problems"][:5], "entries": check.get("entries"),
-           "runs": [], "spent_kl": {}}
+           "runs": [], "spent_kl": {}, "insecure": {}}
     if check["ok"]:
+        from repoguard.accounting.published import insecure_history
+
         doc["spent_kl"] = {k: v[0] for k, v in spent(path).items()}
+        doc["insecure"] = insecure_history(path)     # {secret: insecure-reproducible runs that trained it}
         last = {}
         for e in read_entries(path):
             last[e["run_id"]] = e
         doc["runs"] = [{"run_id": e["run_id"], "time": e.get("time"), "status": e.get("status"),
-                        "steps_completed": e.get("steps_completed"), "sigma": e.get("sigma")}
+                        "steps_completed": e.get("steps_completed"), "sigma": e.get("sigma"),
+                        "randomness": e.get("randomness")}
                        for e in list(last.values())[-20:]]
     return doc
 
 
-def _secrets(plan, ledger: dict | None, evidence_counts: dict) -> dict:
+def _secrets(plan, ledger: dict | None, evidence_counts: dict, *, no_privacy: bool = False) -> dict:
+    """Per-secret rows and counts. A secret an insecure-reproducible run trained (ledger, or the
+    plan's record) is never "within target"; with `no_privacy` (the published run was --no-dp)
+    no secret is."""
     from repoguard.report import MAX_ROWS
 
     spent = (ledger or {}).get("spent_kl", {})
+    insecure = {**(plan.extra.get("insecure_runs") or {}), **((ledger or {}).get("insecure") or {})}
     s = plan.secrets
     ratio = np.array([x.achieved_bound / x.r if x.r > 0 else math.inf for x in s], dtype=float)
+    unsafe = np.array([no_privacy or x.id in insecure for x in s], dtype=bool)
     order = np.argsort(-ratio, kind="stable")[:MAX_ROWS]
     rows = [{"id": s[j].id, "p": s[j].p, "r": s[j].r, "achieved_bound": s[j].achieved_bound,
              "ratio": float(ratio[j]), "binding": s[j].binding, "n_examples": s[j].n_examples,
              "sum_w": s[j].sum_w, "kl_spent": s[j].kl_spent, "ledger_kl_total": spent.get(s[j].id),
-             "n_evidence": evidence_counts.get(s[j].id, 0)} for j in order]
+             "n_evidence": evidence_counts.get(s[j].id, 0), "insecure_runs": insecure.get(s[j].id, [])}
+            for j in order]
     finite = ratio[np.isfinite(ratio)]
     hist_counts, hist_edges = (np.histogram(np.log10(np.clip(finite, 1e-12, None)), bins=40)
                                if finite.size else (np.zeros(0), np.zeros(0)))
     return {"count": len(s), "shown": len(rows), "rows": rows,
-            "met": int(np.sum(ratio <= 1 + 1e-9)), "violated": int(np.sum(ratio > 1 + 1e-9)),
+            "met": int(np.sum((ratio <= 1 + 1e-9) & ~unsafe)), "violated": int(np.sum(ratio > 1 + 1e-9)),
+            "insecure": int(sum(x.id in insecure for x in s)), "no_privacy": no_privacy,
             "ratio_max": float(ratio.max()) if ratio.size else None,
             "ratio_median": float(np.median(ratio)) if ratio.size else None,
             "ratio_log10_hist": {"counts": hist_counts.tolist(), "edges": hist_edges.tolist()},
@@ -175,6 +186,11 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
     if doc["findings"] is not None:
         sections.append("findings")
     doc["ledger"] = _ledger(out)
+    doc["training"] = _training(out)
+    pr = doc["training"]["privacy_report"]
+    # The published adapter of a --no-dp run promises nothing: said first, and no secret is "within target".
+    doc["no_privacy"] = (pr.get("warning") or "NO PRIVACY: the published adapter was trained with --no-dp"
+                         if isinstance(pr, dict) and pr.get("private") is False else None)
     inc = plan = None
     if (out / "incidence" / "secrets.json").is_file():
         from repoguard.incidence import load_incidence
@@ -193,7 +209,7 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
                        "exposures": plan.extra.get("exposures", []),
                        "n_train": int((~plan.test_mask).sum())}
-        doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts)
+        doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts, no_privacy=doc["no_privacy"] is not None)
         doc["sweep"] = [{k: r.get(k) for k in ("c", "frac_positive", "sum_w", "sigma", "score")}
                         for r in plan.extra.get("sweep", [])]
     else:
@@ -210,7 +226,6 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
             sections.append("left-out")
     else:
         doc["incidence"], doc["explorer"] = None, []
-    doc["training"] = _training(out)
     if doc["training"]["runs"]:
         sections.append("training")
     doc["canaries"] = _read_json(out / "audit" / "canaries.json")

@@ -68,12 +68,18 @@ def _summary(doc: dict) -> str:
                   f'{_num(p["batch_size"], "g")} / {_num(p["steps"], "d")}'), _card("clip norm C", _num(p["clip_norm"], "g")),
                   _card("c (LP scale)", _num(p["c"], "g")), _card("examples retained", f'{100 * p["retained"]:.1f}%')]
     if s:
-        cards += [_card("secrets within target", f'{s["met"]} / {s["count"]}'),
+        cards += [_card("secrets within target", "NONE: NO PRIVACY (--no-dp)" if s.get("no_privacy")
+                        else f'{s["met"]} / {s["count"]}'),
                   _card("worst achieved/target", _num(s["ratio_max"], ".3g"))]
     if f is not None:
         cards.append(_card("credential findings", _num(f["count"], "d")))
     pr = (doc.get("training") or {}).get("privacy_report") or {}
-    if pr.get("private"):   # where the batches and the noise came from (training.randomness)
+    insecure = (doc.get("ledger") or {}).get("insecure") or {}
+    if insecure:            # any insecure run in a secret's history, not only the latest run
+        runs = sorted({r for v in insecure.values() for r in v})
+        cards.append(_card("batches and noise", f"INSECURE: {len(insecure)} secret(s) trained by "
+                           f"insecure-reproducible run(s) {_e(', '.join(runs[:3]))}, no guarantee"))
+    elif pr.get("private"):   # where the batches and the noise came from (training.randomness)
         cards.append(_card("batches and noise", "INSECURE: reproducible test run, no guarantee"
                            if pr.get("insecure_reproducible") else "OS entropy (secret)"))
     if p and p.get("exposures"):
@@ -86,7 +92,9 @@ def _summary(doc: dict) -> str:
     if can:
         for label, r in can["runs"].items():
             cards.append(_card(f"canary exposure ({label})", f'{r["exposure_skewnorm"]:.1f} bits'))
-    return f'<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>'
+    banner = (f'<p style="background:#ffebe9;border:2px solid #cf222e;padding:8px;font-size:18px"><b>'
+              f'{_e(doc["no_privacy"])}</b></p>' if doc.get("no_privacy") else "")
+    return f'{banner}<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>'
 
 
 def _findings(f: dict | None) -> str:
@@ -109,9 +117,13 @@ def _secrets(s: dict | None) -> str:
         rows.append([_td(r["id"]), _td(r["p"], True, ".2g"), _td(r["r"], True, ".2g"), _td(r["achieved_bound"], True, ".3g"),
                      _td(r["ratio"], True, ".3f"), _td(r["binding"]), _td(r["n_examples"], True, "d"),
                      _td(r["sum_w"], True, ".4g"), _td(r["kl_spent"], True, ".3g"), _td(r["ledger_kl_total"], True, ".3g")])
-        classes.append("bad" if r["ratio"] > 1 + 1e-9 else "")
+        classes.append("bad" if r["ratio"] > 1 + 1e-9 or r.get("insecure_runs") or s.get("no_privacy") else "")
     kinds = ", ".join(f"{_e(k)}: {v}" for k, v in s["binding_kinds"].items())
-    return (f'<h2 id="secrets">Secrets</h2><p>{s["count"]} secret{"" if s["count"] == 1 else "s"}; {s["met"]} within target, {s["violated"]} above. '
+    flags = ((" NO PRIVACY: the published adapter was trained with --no-dp; the bounds below are the plan's, "
+              "not the adapter's.") if s.get("no_privacy") else "") + (
+        f' {s["insecure"]} trained by an insecure-reproducible run (not counted within target).'
+        if s.get("insecure") else "")
+    return (f'<h2 id="secrets">Secrets</h2><p>{s["count"]} secret{"" if s["count"] == 1 else "s"}; {s["met"]} within target, {s["violated"]} above.{_e(flags)} '
             f'Binding bound kinds: {kinds}. Showing the {s["shown"]} with the highest achieved/target '
             f'(complete table: <code>plan/plan.json</code>).</p>'
             '<p class="muted">How to read it: <b>achieved bound</b> is the probability that an adversary '

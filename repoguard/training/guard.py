@@ -13,7 +13,10 @@ plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks t
    acknowledgement, and every such run in the ledger was covered by the plan's exposure check
    (`repoguard.accounting.exposures.guard_problem`).
 
-Any failure is a PolicyError naming the secrets. Entries are appended with
+Any failure is a PolicyError naming the secrets. The check is repeated where it matters, at each
+append: `record` passes the head `check` accepted to the ledger, which compare-and-swaps it under
+its lock (`ledger.append_entry`), so a run recorded in between (another `train` on the same ledger)
+makes this one's records refused and its adapter unpublished (issue 32 A). Entries are appended with
 `repoguard.accounting.ledger.record_run`; the last entry of a run id is what counts, so a run
 records "running" at each checkpoint, "interrupted"/"failed" when it stops and "completed" before
 its adapter is published; a resume continues under the same run id.
@@ -44,6 +47,8 @@ class LedgerGuard:
         # sorted once here: every checkpoint record of the run then skips the sort (1 M ids: ~2 s)
         self.clear_example_ids = tuple(normalise(clear_example_ids))
         self.phases = phases
+        self.base_head: str | None = None     # the head `check` accepted: records compare-and-swap it
+        self.head: str | None = None          # hash of the last entry this guard appended
 
     @staticmethod
     def _module():
@@ -76,6 +81,9 @@ class LedgerGuard:
         else:
             raise PolicyError(f"{self.path}: the ledger head this plan was made against "
                               f"({str(head)[:12]}…) is not in the ledger; re-run `repoguard plan`")
+        # Appends re-check this head under the ledger's lock (compare-and-swap, `ledger.append_entry`):
+        # a run recorded between this check and the append makes the plan stale.
+        self.base_head = (head or _GENESIS) if HEAD_KEY in plan.extra else (status["last_hash"] or _GENESIS)
         foreign = [e for e in after if e.get("run_id") != own_run]
         if foreign:
             ids = ", ".join(sorted({str(e.get("run_id")) for e in foreign})[:3])
@@ -99,11 +107,15 @@ class LedgerGuard:
                randomness: str | None = None, clear_example_ids=()) -> None:
         """Append an entry for `run_id` (cumulative steps of the run); `randomness` is the run's
         mode (`training.randomness`: "os-entropy", or "insecure-reproducible" for a test run);
-        `clear_example_ids` the examples a public phase trained on without noise (`record_run`)."""
-        self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
-                                  status=status, randomness=randomness,
-                                  clear_example_ids=tuple(clear_example_ids) or self.clear_example_ids,
-                                  phases=self.phases)
+        `clear_example_ids` the examples a public phase trained on without noise (`record_run`).
+        Compare-and-swap against the head `check` accepted (or the plan's "ledger_head"): PolicyError
+        when another run was recorded since. Sets `self.head` to the new entry's hash."""
+        base = self.base_head or plan.extra.get(HEAD_KEY)
+        entry = self._module().record_run(self.path, plan, run_id=run_id, steps_completed=steps_completed,
+                                          status=status, randomness=randomness,
+                                          clear_example_ids=tuple(clear_example_ids) or self.clear_example_ids,
+                                          phases=self.phases, base_head=base)
+        self.head = entry["hash"]
 
 
 def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:

@@ -31,6 +31,7 @@ class RunOptions:
     keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
     floor: tuple[float, float] = (1e-10, 1e-3)  # default (p, r): a noised phase 1's target
+    config_digest: str | None = None     # `provenance.analysis_config_digest` of the config in use
 
 
 def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
@@ -38,7 +39,8 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     """Train per the plan in `out`; returns the privacy report (plus output paths). The run is
     recorded in `ledger_path` (default `out/ledger.jsonl`; scheduled runs share one ledger).
 
-    Raises InputError (missing plan/corpus/model, bad flags) and PolicyError (ledger changed since
+    Raises InputError (missing plan/corpus/model, bad flags, a plan edited or made from another
+    config, corpus or incidence: `provenance.check_plan_inputs`) and PolicyError (ledger changed since
     the plan, no redaction or ledger available, a DP invariant violated)."""
     import torch
 
@@ -60,6 +62,10 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         raise InputError(f"{out / 'plan' / 'plan.json'}: --adjacency replace is unsound for secrets carried by "
                          f"several examples ({', '.join(grouped[:5])}{' …' if len(grouped) > 5 else ''}); "
                          "re-plan with --adjacency zero-out")
+    from repoguard.provenance import check_plan_inputs
+
+    # The plan must be the one `plan` wrote (digest) for this config, corpus and incidence (issue 32 E, I).
+    check_plan_inputs(plan, out, config_digest=opts.config_digest)
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, plan.example_ids, redactor=default_redactor(out, root))
     dist = init_from_env()

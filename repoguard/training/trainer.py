@@ -58,6 +58,8 @@ from repoguard.training.sampler import PoissonSampler, micro_batches, shard
 
 log = logging.getLogger("repoguard")
 INTERNAL = "internal"        # OUT/train/internal/: owner-only operator diagnostics, never published
+NO_PRIVACY = ("NO PRIVACY: --no-dp run (no clipping, no noise); the plan's per-secret bounds do not apply "
+              "to this adapter")
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             if ledger.recorded_steps(run_id) != total:
                 raise PrivacyInvariantError(f"{ledger.path}: run {run_id} is not recorded as completed; "
                                             "the adapter is not published")
+            report["ledger_head"] = ledger.head     # `plan` refuses a ledger that lacks it (issue 32 J)
         elif ledger is not None:
             log.warning("--no-dp: the adapter carries no privacy guarantee; nothing recorded in the ledger")
         with atomic_dir(train_dir / "adapter") as tmp:
@@ -468,11 +471,12 @@ def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_complet
     private = settings.private
     insecure = randomness == INSECURE
     guarantee = ("per-secret bounds of the plan (T steps; fewer steps spend less)" if private
-                 else "none: --no-dp baseline")
+                 else NO_PRIVACY)
     if insecure:
         guarantee = ("none against anyone who knows the seed: --insecure-reproducible derived the "
                      "batches and the noise from it (tests only); " + guarantee)
     return {
+        **({} if private else {"warning": NO_PRIVACY}),
         "run_id": run_id, "private": private, "randomness": randomness, "insecure_reproducible": insecure,
         "sigma": plan.sigma if private else 0.0, "batch_size": plan.batch_size, "steps": plan.steps,
         "steps_completed": steps_completed, "resumed_from": resumed_from, "clip_norm": plan.clip_norm,
@@ -481,5 +485,5 @@ def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_complet
         "guarantee": guarantee,
         "secrets": [{"id": s.id, "p": s.p, "r": s.r,
                      "achieved_bound": s.achieved_bound if private else None,
-                     "binding": s.binding} for s in plan.secrets],
+                     "binding": s.binding if private else "none (--no-dp)"} for s in plan.secrets],
     }
