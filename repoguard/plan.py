@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, read_json
+from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, file_sha256, read_json
 from repoguard.errors import InputError
 
 
@@ -98,14 +98,6 @@ def plan_files_digest(doc: dict, npz_sha256: str) -> str:
     return hashlib.sha256((body + "\n" + npz_sha256).encode("utf-8")).hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def save_plan(plan: Plan, out_dir: str | Path) -> Path:
     """Write `out_dir/plan/` atomically; returns the directory. Records in `extra["inputs"]` the
     digests of `out_dir`'s corpus and incidence (keeping a "config" digest the caller set) and
@@ -128,7 +120,7 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
             "secrets": [asdict(s) for s in plan.secrets], "extra": plan.extra,
         }
         doc = json.loads(json.dumps(doc))          # the digest is of what a reader parses back
-        doc["digest"] = plan.digest = plan_files_digest(doc, _file_sha256(tmp / "plan.npz"))
+        doc["digest"] = plan.digest = plan_files_digest(doc, file_sha256(tmp / "plan.npz"))
         atomic_write_json(tmp / "plan.json", doc)
     return target
 
@@ -140,7 +132,7 @@ def _check_digest(d: Path, doc: dict) -> str | None:
     if want is None:
         return None
     try:
-        have = plan_files_digest(doc, _file_sha256(d / "plan.npz"))
+        have = plan_files_digest(doc, file_sha256(d / "plan.npz"))
     except OSError as exc:
         raise InputError(f"{d / 'plan.npz'}: unreadable plan ({exc}); re-run `repoguard plan`") from None
     if have != want:

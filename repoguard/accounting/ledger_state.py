@@ -431,12 +431,10 @@ def _write_table(path: Path, table) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+    """SHA-256 (hex) of a file's bytes (`artefacts.file_sha256`)."""
+    from repoguard.artefacts import file_sha256
+
+    return file_sha256(path)
 
 
 def _list(offsets: np.ndarray, values, mask=None):
