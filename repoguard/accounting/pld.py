@@ -250,13 +250,23 @@ def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
     return DeltaCurve(eps_grid, np.minimum(delta, 1.0), h)
 
 
+_ONE_STEP: dict = {}      # (mixture, a, h, direction) → one step's discrete PLD; earlier runs' pairs
+_ONE_STEP_MAX = 256       # recur at every σ a calibration tries
+
+
 def _discrete(mix: Mixture, a: float, steps: int, h: float, direction: str) -> _Discrete | None:
     if mix.n == 0 or a == 0.0 or steps == 0:
         return None                                     # nothing sampled: loss 0
-    mix = _coarsen(mix)
-    k0, d, comp = _one_step_deltas(mix, a, h, direction)
-    omega, w_inf = _connect_dots(k0, h, d, comp)
-    return _Discrete(omega, w_inf, k0, int(steps))
+    key = (mix.m.tobytes(), mix.logw.tobytes(), float(a), float(h), direction)
+    hit = _ONE_STEP.get(key)
+    if hit is None:
+        mix = _coarsen(mix)
+        k0, d, comp = _one_step_deltas(mix, a, h, direction)
+        omega, w_inf = _connect_dots(k0, h, d, comp)
+        if len(_ONE_STEP) >= _ONE_STEP_MAX:
+            _ONE_STEP.clear()
+        _ONE_STEP[key] = hit = (omega, w_inf, k0)
+    return _Discrete(hit[0], hit[1], hit[2], int(steps))
 
 
 def delta_curve(mix: Mixture, a: float, steps: int, direction: str = "remove", *,
