@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import errno
 import json
 import os
 import shutil
@@ -48,8 +49,34 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+# What a full disk (or quota) looks like: errno, or the text that libraries writing natively put in
+# their own exceptions (safetensors: "IoError(Os { code: 28, kind: StorageFull, … })").
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_FULL_TEXT = ("no space left on device", "disk quota exceeded", "storagefull", "os error 28")
+
+
+def disk_full(exc: BaseException) -> bool:
+    """True when `exc` (or an exception it was raised from) says the disk or quota is full."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+            return True
+        if any(t in str(exc).lower() for t in _FULL_TEXT):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def full_error(path: str | os.PathLike, exc: BaseException) -> OSError:
+    """The one error a full disk becomes: OSError(ENOSPC) naming the file being written (the CLI
+    prints it as one line with its own exit code, `errors.EXIT_IOERR`)."""
+    code = exc.errno if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS else errno.ENOSPC
+    return OSError(code, "no space left on device" if code == errno.ENOSPC else "disk quota exceeded", str(path))
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` via a temporary file in the same directory and `os.replace`."""
+    """Write `data` to `path` via a temporary file in the same directory and `os.replace`.
+    Raises OSError naming `path` (`full_error`) when the disk is full; the temporary is removed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -59,9 +86,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if disk_full(exc):
+            raise full_error(path, exc) from exc
         raise
 
 
@@ -78,7 +107,9 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory; on success it replaces `path` whole, on error it is removed.
 
-    Use for artefacts of several files that must stay consistent with each other.
+    Use for artefacts of several files that must stay consistent with each other. A full disk
+    becomes OSError(ENOSPC) naming the file that was being written (the newest in the temporary
+    directory, under its final name), whichever library wrote it; `path` is left as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,9 +123,26 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
         os.replace(tmp, path)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+    except BaseException as exc:
+        where = _being_written(tmp, path, exc) if disk_full(exc) else None
         shutil.rmtree(tmp, ignore_errors=True)
+        if where is not None:
+            raise full_error(where, exc) from exc
         raise
+
+
+def _being_written(tmp: Path, path: Path, exc: BaseException) -> Path:
+    """The final name of the file a failed write in `tmp` was writing: the one the error names,
+    else the newest file there, else `path` itself."""
+    named = getattr(exc, "filename", None)
+    if named:
+        with contextlib.suppress(ValueError):
+            return path / Path(named).relative_to(tmp)
+        return Path(named)
+    files = [f for f in tmp.rglob("*") if f.is_file()]
+    if not files:
+        return path
+    return path / max(files, key=lambda f: f.stat().st_mtime_ns).relative_to(tmp)
 
 
 def read_json(path: str | os.PathLike, *, what: str) -> Any:

@@ -14,9 +14,10 @@ import warnings
 from typing import Sequence
 
 from repoguard import __version__
+from repoguard.artefacts import disk_full
 from repoguard.commands import COMMANDS
 from repoguard.commands._common import common_options
-from repoguard.errors import EXIT_INTERNAL, EXIT_USAGE, RepoguardError
+from repoguard.errors import EXIT_INTERNAL, EXIT_IOERR, EXIT_USAGE, RepoguardError
 
 log = logging.getLogger("repoguard")
 
@@ -85,7 +86,7 @@ def _configure_logging(verbose: int, quiet: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script. Returns the exit code (0 ok, 1 policy, 2 usage/input,
-    70 internal error, 130 interrupted)."""
+    70 internal error, 74 an output could not be written (disk full), 130 interrupted)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -108,11 +109,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
+        if disk_full(exc):
+            sys.stderr.write(f"repoguard: error: {where}no space left on device (or quota exceeded); "
+                             "nothing was half-written: free space and re-run\n")
+            return EXIT_IOERR
         sys.stderr.write(f"repoguard: error: {where}{exc.strerror or exc}\n")
         return EXIT_USAGE
     except Exception as exc:  # a bug: still one line, the traceback behind -v
         if args.verbose:
             raise
+        if disk_full(exc):      # a library's own error for a full disk, outside repoguard's writers
+            sys.stderr.write("repoguard: error: no space left on device (or quota exceeded) while writing "
+                             f"({type(exc).__name__}); free space and re-run\n")
+            return EXIT_IOERR
         msg = " ".join(str(exc).split())[:300]
         sys.stderr.write(f"repoguard: internal error: {type(exc).__name__}: {msg} "
                          "(re-run with -v for the traceback, and please report it)\n")

@@ -1,6 +1,7 @@
 """Errors that the CLI turns into one line on stderr and an exit code.
 
-Exit codes (README "Exit codes"): 0 ok, 1 findings or policy failure, 2 usage or input error.
+Exit codes (README "Exit codes"): 0 ok, 1 findings or policy failure, 2 usage or input error,
+74 an output could not be written (disk full), 70 internal error.
 Raise `InputError` for anything a user can fix in their input (a file, a flag, a config key) and
 `PolicyError` when the input is fine but repoguard must refuse (a budget that would be exceeded,
 new credential findings). Messages are one line and name the file and the problem.
@@ -11,6 +12,7 @@ EXIT_OK = 0
 EXIT_POLICY = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70  # sysexits EX_SOFTWARE: a bug in repoguard, reported in one line (-v: traceback)
+EXIT_IOERR = 74     # sysexits EX_IOERR: an output could not be written (no space left on device, quota)
 
 
 class RepoguardError(Exception):

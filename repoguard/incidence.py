@@ -15,6 +15,8 @@ On disk (`OUT/incidence/`, format version 1):
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -169,8 +171,8 @@ def load_incidence(out_dir: str | Path) -> Incidence:
         m = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
         ids = [str(x) for x in z["example_ids"]]
         t = pq.read_table(d / "evidence.parquet").to_pydict()
-    except (OSError, KeyError, ValueError) as exc:
-        raise InputError(f"{d}: corrupt incidence ({exc})") from None
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise InputError(f"{d}: corrupt incidence ({type(exc).__name__}: {exc}); re-run `repoguard analyze`") from None
     n = len(t["path"])
     spans = [None if a is None or b is None else (a, b)  # absent in artefacts written before spans
              for a, b in zip(t.get("span_start", [None] * n), t.get("span_end", [None] * n))]

@@ -103,8 +103,11 @@ class analyze:
         s = run_analyze(ctx.repo, ctx.config, ctx.out).summary
         untied = None
         inc = _incidence(ctx)
-        if inc is not None:
-            untied = int((inc.matrix.getnnz(axis=1) == 0).sum())
+        if inc is not None:     # tied to no secret and not held out: what B is clamped to (plan_defaults)
+            from repoguard.evaluation.split import split_from_config
+
+            test = split_from_config(inc.example_ids, ctx.config.plan).test
+            untied = int(((inc.matrix.getnnz(axis=1) == 0) & ~test).sum())
         return {"files": s["files"], "examples": s["examples"], "secrets": s["secrets"],
                 "incidences": s["incidences"], "public_examples": untied,
                 "per_secret": s["per_secret"], "seconds": s["total_seconds"]}
@@ -137,6 +140,10 @@ def _plan_params(ctx) -> dict:
     return {"batch_size": batch, "steps": steps, "clip_norm": s.clip_norm or pc.clip_norm, "c": c,
             "cap": s.cap or pc.cap, "accountant": s.accountant or pc.accountant,
             "adjacency": s.adjacency or pc.adjacency}
+
+
+NO_SECRETS = ("no secrets declared or found: nothing to protect (every example w = 1; σ is a token, "
+              "so a secret nobody declared gets no bound)")
 
 
 def run_targets(secrets, ledger_spent: dict, fraction: float) -> list:
@@ -231,9 +238,10 @@ class plan:
 
     @staticmethod
     def describe(info):
+        bounds = (f"achieved/target bound {info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}"
+                  if info.get("bound_ratio_max") is not None else NO_SECRETS)
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
-                f"retained Σw/n = {info['retained_fraction']:.3f}, achieved/target bound "
-                f"{info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}"
+                f"retained Σw/n = {info['retained_fraction']:.3f}, {bounds}"
                 + (f"; {len(info['exposures'])} acknowledged exposure(s) by a clear phase (bound 1): "
                    + ", ".join(sorted({x['secret'] for x in info['exposures']})) if info.get("exposures") else ""))
 

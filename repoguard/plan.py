@@ -15,6 +15,8 @@ import dataclasses
 import hashlib
 import json
 import math
+import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -148,15 +150,22 @@ def load_plan(out_dir: str | Path) -> Plan:
     if doc.get("format_version") != FORMAT_VERSION:
         raise InputError(f"{d / 'plan.json'}: format version {doc.get('format_version')} is not {FORMAT_VERSION}")
     digest = _check_digest(d, doc) if isinstance(doc, dict) else None
+    npz = d / "plan.npz"
     try:
-        z = np.load(d / "plan.npz", allow_pickle=False)
+        with np.load(npz, allow_pickle=False) as z:     # read whole here: a bad member fails here
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise InputError(f"{npz}: no plan arrays here; run `repoguard plan`") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise InputError(f"{npz}: corrupt plan arrays ({type(exc).__name__}: {exc}); re-run `repoguard plan`") from None
+    try:
         plan = Plan(
             sigma=float(doc["sigma"]), batch_size=float(doc["batch_size"]), steps=int(doc["steps"]),
             clip_norm=float(doc["clip_norm"]), c=float(doc["c"]), cap=doc["cap"],
             accountant=doc["accountant"], adjacency=doc["adjacency"],
-            example_ids=[str(x) for x in z["example_ids"]], w=z["w"], rho=z["rho"],
+            example_ids=[str(x) for x in arrays["example_ids"]], w=arrays["w"], rho=arrays["rho"],
             secrets=[SecretPlan(**s) for s in doc["secrets"]], extra=doc.get("extra", {}),
-            test=z["test"].astype(bool) if "test" in z.files else None, digest=digest,
+            test=arrays["test"].astype(bool) if "test" in arrays else None, digest=digest,
         )
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{d}: corrupt plan ({exc})") from None

@@ -34,6 +34,7 @@ PLD_BUDGET = 2000        # Neyman–Pearson evaluations per calibration; then di
 SCREEN = 128             # groups checked one by one before the vectorised pass
 PREFETCH = 4096          # groups per vectorised check
 SIGMA_MAX = 1e6
+SIGMA_MIN = 1e-4          # searches stop here: a secret that passes at SIGMA_MIN gets exactly it
 SIGMA_NONE = 1e-3         # reported when no secret has an example with ρ > 0
 REL_TOL = 1e-5           # bisection stops when σ_hi/σ_lo − 1 < REL_TOL
 
@@ -318,14 +319,14 @@ class _Calibrator:
         f_hi = excess(hi)
         if f_hi > 0:
             return hi
-        lo2 = max(lo, hi / 2)
+        lo2 = max(lo, hi / 2, SIGMA_MIN)
         f_lo = excess(lo2)
-        while f_lo <= 0 and lo2 > max(lo, 1e-4):
+        while f_lo <= 0 and lo2 > max(lo, SIGMA_MIN):
             hi, f_hi = lo2, f_lo
-            lo2 = max(lo, lo2 / 2)
+            lo2 = max(lo, lo2 / 2, SIGMA_MIN)
             f_lo = excess(lo2)
         if f_lo <= 0:
-            return lo2
+            return lo2      # the bracket's floor (lo, or SIGMA_MIN): not where the halving stopped
         # Illinois regula falsi on log σ: the bound is smooth and monotone in σ
         x0, x1, f0, f1, side = math.log(lo2), math.log(hi), f_lo, f_hi, 0
         while x1 - x0 > REL_TOL:
@@ -352,11 +353,11 @@ class _Calibrator:
             if hi > SIGMA_MAX:
                 raise Infeasible([int(i) for i in g.members])
         if lo <= 0:
-            lo = hi / 4
+            lo = max(hi / 4, SIGMA_MIN)
             while ok(lo):
-                hi, lo = lo, lo / 4
-                if lo < 1e-4:
-                    return hi
+                if lo <= SIGMA_MIN:
+                    return SIGMA_MIN
+                hi, lo = lo, max(lo / 4, SIGMA_MIN)
         while hi / lo - 1 > REL_TOL:
             mid = math.sqrt(lo * hi)
             if ok(mid):

@@ -175,8 +175,10 @@ def step_divergences(mix: Mixture, a: float, alphas=DEFAULT_ALPHAS, *, kl: bool 
     harmless because bounds take the minimum over α) when a lower bound on its divergence already
     exceeds `max_divergence` nats per step (a scalar or one value per α: callers pass the
     divergence at which that α's bound stops being useful), or when its integral would need more
-    than _MAX_GRID grid points. `h` overrides the grid step (tests use it to check convergence)."""
+    than _MAX_GRID grid points; KL then becomes its convexity bound E[M²]a²/2 (a tiny σ). `h`
+    overrides the grid step (tests use it to check convergence)."""
     al = np.asarray(tuple(float(x) for x in alphas), dtype=float)
+    want_kl = kl
     if mix.n == 0 or a == 0.0:
         return StepDivergences((0.0, 0.0), {float(x): (0.0, 0.0) for x in al})
     h = h or _step(a)
@@ -186,7 +188,11 @@ def step_divergences(mix: Mixture, a: float, alphas=DEFAULT_ALPHAS, *, kl: bool 
     lo, hi = -_TAIL_Z, _TAIL_Z
     if kl:
         heavy = ma[lw >= lw.max() - 100.0]
-        lo, hi = min(lo, heavy.min() - _TAIL_Z), max(hi, heavy.max() + _TAIL_Z)
+        klo, khi = min(lo, heavy.min() - _TAIL_Z), max(hi, heavy.max() + _TAIL_Z)
+        if (khi - klo) / h > _MAX_GRID:
+            kl = False          # a tiny σ (a ≫ 1): the grid alone would be GBs; bound it instead
+        else:
+            lo, hi = klo, khi
     use = np.zeros(al.size, dtype=bool)
     if al.size:
         A = al[:, None]
@@ -209,6 +215,10 @@ def step_divergences(mix: Mixture, a: float, alphas=DEFAULT_ALPHAS, *, kl: bool 
     L = _log_ratio(z, mix, a)
     lphi = _log_phi(z)
     kl_pair = (0.0, 0.0)
+    if want_kl and not kl:
+        # KL is jointly convex: KL(Σπ_m N(ma)‖N(0)) ≤ Σπ_m m²a²/2, and KL(N(0)‖Σπ_m N(ma)) ≤ the
+        # same (convex in its second argument): a finite upper bound for both directions
+        kl_pair = (float(a * a * np.sum(np.exp(lw) * mix.m.astype(float) ** 2) / 2),) * 2
     if kl:
         kl_pair = (_kl_forward(z, L, lphi, h, mix, a), _kl_reverse(z, L, lphi, h, mix, a))
     fwd = np.full(al.size, math.inf)

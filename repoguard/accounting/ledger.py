@@ -49,6 +49,7 @@ entry of each run id counts. Rényi orders missing from an entry count as +inf (
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -62,7 +63,7 @@ from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the le
     clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
     owner_only, read_entries, shared_lock, side_dir)
 from repoguard.accounting.ledger_verify import state_from_entries, verify  # noqa: F401
-from repoguard.artefacts import atomic_write_json
+from repoguard.artefacts import atomic_write_json, disk_full, full_error
 from repoguard.errors import InputError, PolicyError
 
 
@@ -185,9 +186,16 @@ def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
         entry["hash"] = entry_hash(entry)
         line = canonical(entry) + b"\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        size = os.fstat(fd).st_size
         try:
-            os.write(fd, line)
+            if os.write(fd, line) != len(line):        # a short write: the disk filled up
+                raise OSError(errno.ENOSPC, "no space left on device", str(path))
             os.fsync(fd)
+        except BaseException as exc:
+            os.ftruncate(fd, size)                      # no torn line: the chain stays verifiable
+            if disk_full(exc):
+                raise full_error(path, exc) from exc
+            raise
         finally:
             os.close(fd)
         atomic_write_json(head_path(path), {"count": n + 1, "last_hash": entry["hash"]})

@@ -45,11 +45,7 @@ _TOP_TAIL = 1e-20         # each component's P-mass above the last knot is below
 _LOG_FLOOR = math.log(1e-30)   # components lighter than this are moved up onto a heavier m
 _SD_MARGIN = 30.0         # composed-window half-width in standard deviations of the sum
 _MAX_FFT = 1 << 22        # window points; a wider window is refused (the bound becomes 1)
-_MAX_KNOTS = 60_000       # one-step knots; a wider loss range (large ρ·a) is refused likewise
-
-
-class _TooWide(Exception):
-    """The one-step loss range needs more than _MAX_KNOTS knots at step h."""
+_MAX_KNOTS = 60_000       # one-step knots; a wider loss range (large ρ·a) is cut (pessimistically)
 _EPS_MACH = np.finfo(float).eps
 
 
@@ -139,7 +135,12 @@ def _one_step_deltas(mix: Mixture, a: float, h: float, direction: str):
         hi = -float(mix.logw[0]) if has_zero else -float(L_ends[0])
     k0, k1 = math.floor(lo / h), math.ceil(hi / h)
     if k1 - k0 > _MAX_KNOTS:
-        raise _TooWide
+        # Keep the losses near 0, where δ on ε ≥ 0 is decided: the range above the last knot
+        # becomes mass at +∞ (δ of the last knot, `_connect_dots`) and the range below the first
+        # knot is moved up onto it (slope −1 there): both pessimistic. A run at a small σ (large
+        # a) has losses of hundreds of nats; refusing it made every later bound 1.
+        k0 = max(k0, min(-(_MAX_KNOTS // 2), k1 - _MAX_KNOTS))
+        k1 = k0 + _MAX_KNOTS
     eps = np.arange(k0, k1 + 1) * h
     target = eps if direction == "remove" else -eps
     # knots beyond the loss's range: remove, ε below the least loss log π_0: δ = 1 − e^ε;
@@ -175,7 +176,11 @@ def _connect_dots(k0: int, h: float, delta: np.ndarray, comp: np.ndarray) -> tup
     diff = np.where(delta[:-1] > 0.5, comp[1:] - comp[:-1], delta[:-1] - delta[1:])
     A[1:-1] = diff / np.diff(x)
     A[-1] = 0.0
-    A = np.minimum.accumulate(np.clip(A, 0.0, 1.0))    # convexity up to rounding: non-increasing
+    # δ is convex in e^ε, so A is non-increasing up to rounding. Rounding is repaired upwards
+    # (the running maximum from the right), which only raises the chord: lowering a slope to the
+    # left (a running minimum) lowered every later one too, and where δ is flat to 1e-16 (a rare
+    # example at a small σ: δ ≈ ρ for hundreds of nats) it dropped that mass, δ far too small.
+    A = np.maximum.accumulate(np.clip(A, 0.0, 1.0)[::-1])[::-1]
     omega = x * (A[:-1] - A[1:])
     return omega, float(delta[-1])
 
@@ -245,13 +250,23 @@ def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
     return DeltaCurve(eps_grid, np.minimum(delta, 1.0), h)
 
 
+_ONE_STEP: dict = {}      # (mixture, a, h, direction) → one step's discrete PLD; earlier runs' pairs
+_ONE_STEP_MAX = 256       # recur at every σ a calibration tries
+
+
 def _discrete(mix: Mixture, a: float, steps: int, h: float, direction: str) -> _Discrete | None:
     if mix.n == 0 or a == 0.0 or steps == 0:
         return None                                     # nothing sampled: loss 0
-    mix = _coarsen(mix)
-    k0, d, comp = _one_step_deltas(mix, a, h, direction)
-    omega, w_inf = _connect_dots(k0, h, d, comp)
-    return _Discrete(omega, w_inf, k0, int(steps))
+    key = (mix.m.tobytes(), mix.logw.tobytes(), float(a), float(h), direction)
+    hit = _ONE_STEP.get(key)
+    if hit is None:
+        mix = _coarsen(mix)
+        k0, d, comp = _one_step_deltas(mix, a, h, direction)
+        omega, w_inf = _connect_dots(k0, h, d, comp)
+        if len(_ONE_STEP) >= _ONE_STEP_MAX:
+            _ONE_STEP.clear()
+        _ONE_STEP[key] = hit = (omega, w_inf, k0)
+    return _Discrete(hit[0], hit[1], hit[2], int(steps))
 
 
 def delta_curve(mix: Mixture, a: float, steps: int, direction: str = "remove", *,
@@ -264,12 +279,8 @@ def delta_curve(mix: Mixture, a: float, steps: int, direction: str = "remove", *
         raise ValueError(f"unknown direction {direction!r}")
     if steps < 0:
         raise ValueError("steps must be ≥ 0")
-    try:
-        parts = [d for d in (_discrete(m, x, t, h, direction) for m, x, t in ((mix, a, steps), *history))
-                 if d is not None]
-    except _TooWide:            # no bound from this method (1 is always valid); others still apply
-        eps_grid = np.arange(0, math.floor(eps_max / h) + 1) * h
-        return DeltaCurve(eps_grid, np.ones(eps_grid.size), h)
+    parts = [d for d in (_discrete(m, x, t, h, direction) for m, x, t in ((mix, a, steps), *history))
+             if d is not None]
     if not parts:
         eps_grid = np.arange(0, math.floor(eps_max / h) + 1) * h
         return DeltaCurve(eps_grid, np.zeros(eps_grid.size), h)

@@ -157,6 +157,10 @@ def _print(plan, summary) -> None:
             con.print("retention does not change with c (Σw within 0.5 %): c only trades the secrets' own "
                       "weight against σ")
     ret = {r["secret"]: r for r in (summary.get("retention") or {}).get("per_secret", [])}
+    if not plan.secrets:
+        from repoguard.pipeline_stages import NO_SECRETS
+
+        con.print(NO_SECRETS, markup=False)
     t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")
     for col in ("secret", "|E_j|", "Σw", "retained Σw/n", "p", "r", "bound", "binding", "KL (nats)"):
         t.add_column(col, justify="right" if col not in ("secret", "binding") else "left", overflow="fold")
@@ -164,7 +168,8 @@ def _print(plan, summary) -> None:
         kept = (ret.get(s.id) or {}).get("retained")
         t.add_row(s.id, str(s.n_examples), f"{s.sum_w:.3g}", "—" if kept is None else f"{kept:.3f}", f"{s.p:.2g}",
                   f"{s.r:.3g}", f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
-    con.print(t)
+    if plan.secrets:
+        con.print(t)
     _print_directories(con, summary.get("retention"))
     from repoguard.accounting.exposures import print_lines
 

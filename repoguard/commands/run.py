@@ -121,6 +121,8 @@ def run(args) -> int:
 def _print(s: dict, con) -> None:
     from rich.table import Table
 
+    from repoguard.pipeline_stages import NO_SECRETS
+
     def num(x, fmt=".4g"):
         return "—" if x is None else format(x, fmt)
 
@@ -135,7 +137,8 @@ def _print(s: dict, con) -> None:
         ("retained fraction Σw/n", num(s["retained_fraction"], ".3f")),
         ("noise multiplier σ", f"{num(s['sigma'])} (B = {num(s['batch_size'], 'g')}, T = {num(s['steps'], 'd')})"),
         ("achieved/target bound", f"{num(s['bound_ratio_min'], '.3g')} … {num(s['bound_ratio_max'], '.3g')}"
-                                  f" (tightest: {s['binding_secret']})"),
+                                  f" (tightest: {s['binding_secret']})" if s["bound_ratio_max"] is not None
+                                  or s["secrets"] != 0 else NO_SECRETS),
         ("adapter", s["adapter"] or "—"),
         ("report", s["report"] or "—"),
         ("ledger", s["ledger"]),

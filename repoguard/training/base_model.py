@@ -314,3 +314,45 @@ def _remove(d: Path) -> None:
     except OSError as exc:
         raise InputError(f"{d}: corrupt embedded base model that cannot be removed ({exc.strerror}); "
                          "delete it or set REPOGUARD_CACHE_DIR") from None
+
+
+MANIFEST = "manifest.json"      # in OUT/train/base_model/: every file's SHA-256, written with it
+
+
+def write_manifest(d: Path) -> str:
+    """Record the SHA-256 of every file in `d` (a saved base model) in `d/manifest.json`; returns
+    the manifest's own SHA-256, the base's identity (recorded in each checkpoint)."""
+    d = Path(d)
+    files = {p.name: _sha256(p) for p in sorted(d.iterdir()) if p.is_file() and p.name != MANIFEST}
+    data = json.dumps({"format": FORMAT, "files": files}, indent=2, sort_keys=True).encode()
+    (d / MANIFEST).write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_manifest(d: Path) -> str:
+    """Verify `d` against its `manifest.json` (`write_manifest`) before a resume loads it; returns
+    the manifest's SHA-256. Raises InputError naming the first missing, extra or changed file."""
+    d = Path(d)
+    m = d / MANIFEST
+    try:
+        data = m.read_bytes()
+        files = json.loads(data)["files"]
+        if not isinstance(files, dict):
+            raise TypeError("files is not a table")
+    except FileNotFoundError:
+        raise InputError(f"{m}: missing, so {d} cannot be checked before --resume (written by an older "
+                         "repoguard, or changed); start afresh without --resume") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{m}: corrupt ({exc}); start afresh without --resume") from None
+    present = {p.name for p in d.iterdir() if p.is_file() and p.name != MANIFEST}
+    for name in sorted(present | set(files)):
+        f = d / name
+        if name not in files:
+            raise InputError(f"{f}: not part of the base model the run started from; resuming would "
+                             "train a different model (start afresh without --resume)")
+        if name not in present or _sha256(f) != files[name]:
+            raise InputError(f"{f}: {'missing' if name not in present else 'changed'} since the run started "
+                             "(SHA-256 differs from manifest.json); resuming would train a different model "
+                             "(start afresh without --resume)")
+    return hashlib.sha256(data).hexdigest()
+

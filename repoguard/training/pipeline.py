@@ -49,7 +49,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
-    from repoguard.training.base_model import embedded_base
+    from repoguard.training.base_model import check_manifest, embedded_base, write_manifest
     from repoguard.training.model import (TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model,
                                           pick_device, save_base_model)
     from repoguard.training.memory import enable_gradient_checkpointing
@@ -74,15 +74,18 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         limit_cpu_threads(device)
         train_dir = out / "train"
         base_dir = train_dir / "base_model"
+        base_digest = None
         if cfg.model:
             model, tok = load_model(cfg.model, device=device)
-        elif opts.resume and (base_dir / "config.json").is_file():
+        elif opts.resume and base_dir.is_dir():
+            base_digest = check_manifest(base_dir)      # what the checkpoints were trained from
             model, tok = load_model(base_dir, device=device, bf16=False)
         else:
             model, tok = embedded_base(max_length=cfg.max_length, show_progress=opts.show_progress)
             if dist.is_main:
                 with atomic_dir(base_dir) as tmp:
                     save_base_model(model, tok, tmp)
+                    base_digest = write_manifest(tmp)
             model = model.to(device)
         # The embedded base is pretrained: attention adapters suffice (why: model.TINY_LORA_TARGETS).
         targets = cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS)
@@ -101,7 +104,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
                                  private=opts.private, seed=cfg.seed,
                                  insecure_reproducible=opts.insecure_reproducible,
                                  keep_final_checkpoint=opts.keep_checkpoint, precision=precision,
-                                 per_example=cfg.per_example_grads)
+                                 per_example=cfg.per_example_grads, base_model=base_digest)
         evaluator = _evaluator(out, model, tok, plan, texts, seqs, cfg) if dist.is_main else None
         log.info("training %d examples on %s: σ=%.4g, B=%g, T=%d, C=%g%s", len(seqs), device, plan.sigma,
                  plan.batch_size, settings.steps or plan.steps, plan.clip_norm,

@@ -3,7 +3,8 @@
 Outputs under `train_dir` (`OUT/train/`):
     train_log.jsonl       one line per step: step, lr — plus, for runs with no guarantee to keep
                           (--no-dp, or unpublished measuring runs), batch_size (realised), loss,
-                          tokens, seconds
+                          tokens, seconds; written as train_log.jsonl.running and renamed into
+                          place when the run completes (a killed run leaves the last one whole)
     internal/steps.jsonl  published private runs: the per-step batch statistics (batch_size, loss,
                           tokens, seconds), owner-only (0700/0600); for the operator, never publish
     checkpoints/step-N/   lora.safetensors, optimizer.pt, rng.pt, state.json (atomic, last 2 kept;
@@ -72,7 +73,9 @@ class TrainSettings:
     knows the seed). `keep_final_checkpoint`: keep the final checkpoint (it holds the generator states)
     when the run completes; by default every checkpoint is deleted then. `phase`: 0 for a
     single-phase run, 1 or 2 for the phases of a two-phase run (`training.phases`); checkpoints
-    record it and a resume refuses a checkpoint of another phase."""
+    record it and a resume refuses a checkpoint of another phase. `base_model`: the digest of the
+    embedded base the run trains (`base_model.write_manifest`); checkpoints record it and a resume
+    refuses one made from another base."""
 
     lr: float = 1e-3
     micro_batch_size: int = 8
@@ -87,6 +90,7 @@ class TrainSettings:
     precision: str = "fp32"              # "fp32" | "bf16" (training.precision; resolved, not "auto")
     per_example: str = "auto"            # "auto" | "opacus" | "hooks" (dp_step.resolve_per_example)
     phase: int = 0
+    base_model: str | None = None        # the embedded base copy's manifest digest (base_model.py)
 
 
 def plan_fingerprint(plan) -> str:
@@ -249,12 +253,12 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     if dist.is_main:
         _rewrite_log(train_dir / "train_log.jsonl", keep_until=start if resume else 0)
         internal = train_dir / INTERNAL / "steps.jsonl"
-        if internal.is_file():
+        if internal.is_file() or _running(internal).is_file():
             _rewrite_log(internal, keep_until=start if resume else 0)
         if not resume:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
     state = {"plan": fingerprint, "private": settings.private, "run_id": run_id, "randomness": mode,
-             "phase": settings.phase}
+             "phase": settings.phase, "base_model": settings.base_model}
     recording = publish and settings.private and dist.is_main
     # Steps already recorded for this run (a crash recorded what it computed; a resume recomputes
     # those steps with the same randomness, so they are not spent twice, and never un-spent).
@@ -269,11 +273,11 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     bar = _progress(total, start, show_progress and dist.is_main)
     steps_done, t0 = start, time.perf_counter()
     split = settings.private and publish        # batch statistics go to the owner-only log
-    log_fh = open(train_dir / "train_log.jsonl", "a", encoding="utf-8") if dist.is_main else None
+    log_fh = open(_running(train_dir / "train_log.jsonl"), "a", encoding="utf-8") if dist.is_main else None
     internal_fh = None
     if split and dist.is_main:
         secure_dir(train_dir / INTERNAL)
-        fd = os.open(train_dir / INTERNAL / "steps.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(_running(train_dir / INTERNAL / "steps.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         internal_fh = os.fdopen(fd, "a", encoding="utf-8")
     evals = evaluator if dist.is_main else None
     if evals is not None:
@@ -358,6 +362,9 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             model.save_pretrained(tmp, save_embedding_layers=False)
         atomic_write_json(train_dir / "privacy_report.json", report)
     if dist.is_main:
+        for name in ("train_log.jsonl", f"{INTERNAL}/steps.jsonl"):   # the run is complete: publish its logs
+            if _running(train_dir / name).is_file():
+                os.replace(_running(train_dir / name), train_dir / name)
         _retire_checkpoints(ckpt_dir, keep=settings.keep_final_checkpoint)
     dist.barrier()
     return report
@@ -431,6 +438,9 @@ def _resume_and_check(plan, settings: TrainSettings, ledger, *, ckpt_dir: Path, 
             raise InputError(f"{ck}: checkpoint of {_phase_name(int(state.get('phase', 0)))}, this run is "
                              f"{_phase_name(settings.phase)}; resume with the same [training] phases "
                              "or start afresh")
+        if state.get("base_model") and state["base_model"] != settings.base_model:
+            raise InputError(f"{ck}: checkpoint was trained from another base model than "
+                             f"{ckpt_dir.parent / 'base_model'} now holds; start afresh without --resume")
         start, run_id = int(state["step"]), state["run_id"]    # same run: its last ledger entry counts
         if start >= total:
             raise InputError(f"{ck}: already at step {start} of {total}; nothing to resume")
@@ -456,14 +466,24 @@ def _sigterm_as_interrupt():
     return signal.signal(signal.SIGTERM, handler)
 
 
+def _running(path: Path) -> Path:
+    """Where a log is written while its run is under way (`path` + ".running"): the published
+    `path` is the last completed run's until this run completes and replaces it in one rename,
+    so a run killed early leaves it whole."""
+    return path.with_name(path.name + ".running")
+
+
 def _rewrite_log(path: Path, *, keep_until: int) -> None:
-    """Keep the log lines of steps ≤ keep_until (the resumed checkpoint), drop the rest (the
-    owner-only file keeps its 0600: atomic_write_text writes through mkstemp)."""
+    """Start the running log of `path` (`_running`): the lines of steps ≤ keep_until (the resumed
+    checkpoint) of the interrupted run's running log (or, from older versions, of `path`), none
+    for a new run. `path` itself is not touched. The owner-only file keeps its 0600:
+    atomic_write_text writes through mkstemp."""
     lines = []
-    if keep_until and path.is_file():
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
+    src = _running(path) if _running(path).is_file() else path
+    if keep_until and src.is_file():
+        lines = [ln for ln in src.read_text(encoding="utf-8").splitlines()
                  if ln.strip() and json.loads(ln)["step"] <= keep_until]
-    atomic_write_text(path, "".join(ln + "\n" for ln in lines))
+    atomic_write_text(_running(path), "".join(ln + "\n" for ln in lines))
 
 
 def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_completed: int, resumed_from: int,
