@@ -165,7 +165,9 @@ def test_scheduled_twice_on_one_ledger_then_lock_and_budget_refusal(fixture_repo
     run2 = Path(s2["run_dir"])
     assert run2 != run1 and s2["previous_run"] == run1.name
     assert (runs_dir / "latest").resolve() == run2.resolve()
-    assert "analyze" in s2["ran"] and s2["sigma"] > s1["sigma"]
+    # never less noise after spending; equal at the calibration's floor (SIGMA_MIN), where the
+    # tied examples are sampled so rarely that no noise is needed (issue 32)
+    assert "analyze" in s2["ran"] and s2["sigma"] >= s1["sigma"]
     check, runs = _ledger(out / "ledger.jsonl")
     assert check["ok"] and runs == {s1["run_id"]: "completed", s2["run_id"]: "completed"}
     from repoguard.accounting.ledger import spent
@@ -280,7 +282,7 @@ def test_replan_against_a_moved_ledger_is_reported_as_run(fixture_repo_copy, cap
     assert replanned and skipped < replanned[0] < lines.index("[4/5] train …"), lines
     assert f"σ = {s2['sigma']:.4g}" in lines[replanned[0]]
     assert s2["ran"] == ["plan", "train", "report"] and s2["skipped"] == ["scan", "analyze"]
-    assert s2["sigma"] > s1["sigma"]                        # the moved ledger leaves less budget
+    assert s2["sigma"] >= s1["sigma"]                       # the moved ledger leaves less budget
     plan_rec = json.loads((out / "run_state.json").read_text())["stages"]["plan"]
     assert plan_rec["info"]["sigma"] == s2["sigma"] and plan_rec["seconds"] == s2["seconds"]["plan"]
     # the record is the re-plan's, not the first run's (made before that run trained and reported)
