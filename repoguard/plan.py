@@ -149,7 +149,6 @@ def load_plan(out_dir: str | Path) -> Plan:
     doc = read_json(d / "plan.json", what="plan (run `repoguard plan`)")
     if doc.get("format_version") != FORMAT_VERSION:
         raise InputError(f"{d / 'plan.json'}: format version {doc.get('format_version')} is not {FORMAT_VERSION}")
-    digest = _check_digest(d, doc) if isinstance(doc, dict) else None
     npz = d / "plan.npz"
     try:
         with np.load(npz, allow_pickle=False) as z:     # read whole here: a bad member fails here
@@ -158,6 +157,8 @@ def load_plan(out_dir: str | Path) -> Plan:
         raise InputError(f"{npz}: no plan arrays here; run `repoguard plan`") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise InputError(f"{npz}: corrupt plan arrays ({type(exc).__name__}: {exc}); re-run `repoguard plan`") from None
+    # After the arrays load: a corrupt plan.npz is named as such, an edited one fails the digest
+    digest = _check_digest(d, doc) if isinstance(doc, dict) else None
     try:
         plan = Plan(
             sigma=float(doc["sigma"]), batch_size=float(doc["batch_size"]), steps=int(doc["steps"]),

@@ -166,7 +166,9 @@ def test_vendor_name_and_secret_word_shapes(engine):
                  f"acmecorp ACCESS TOKEN {v}\n", f"acmecorp_secret_key-{v}\n"):
         fs = found(engine, text)
         assert covers(fs, text, v) and fs[0].rule_id == ID, text[:20]
-    u = str(uuid.UUID(bytes=os.urandom(16), version=4))
+    # A seeded UUID: the generic rules' entropy floor rejects about one random UUID in 50 (e.g.
+    # aea85075-…-adde8aff5192, 3.4 bits/char, repeated a/8/9/d/f), so os.urandom made this flaky.
+    u = str(uuid.UUID(int=random.Random(7).getrandbits(128), version=4))
     text = f"ACME_SECRET_KEY={u}\n"
     assert covers(found(engine, text), text, u)
 
