@@ -156,7 +156,9 @@ def load_plan(out_dir: str | Path) -> Plan:
     except FileNotFoundError:
         raise InputError(f"{npz}: no plan arrays here; run `repoguard plan`") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise InputError(f"{npz}: corrupt plan arrays ({type(exc).__name__}: {exc}); re-run `repoguard plan`") from None
+        # numpy reads non-zip bytes as a pickle and suggests allow_pickle: not advice for a user
+        why = "not an .npz archive" if "pickle" in str(exc) else f"{type(exc).__name__}: {exc}"
+        raise InputError(f"{npz}: corrupt plan arrays ({why}); re-run `repoguard plan`") from None
     # After the arrays load: a corrupt plan.npz is named as such, an edited one fails the digest
     digest = _check_digest(d, doc) if isinstance(doc, dict) else None
     try:
