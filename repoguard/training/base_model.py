@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repoguard.artefacts import file_sha256
 from repoguard.errors import InputError
 from repoguard.training.model import TinyConfig
 
@@ -178,7 +179,7 @@ def ensure_base(*, config: PretrainConfig = DEFAULT, cache_dir: Path | None = No
         try:
             meta = _build(tmp, corpus, config, show_progress=show_progress)
             meta.update(key=key, format=FORMAT,
-                        files={p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
+                        files={p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()})
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
             os.chmod(tmp, 0o755)        # mkdtemp makes it 0700; the model is public (a shared cache)
             os.rename(tmp, final)
@@ -292,17 +293,13 @@ def _loss(model, x) -> float:
         return float(model(input_ids=x, labels=x).loss)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _valid(d: Path, key: str) -> bool:
     """True when `d/meta.json` names `key` and every file it lists is present with its SHA-256."""
     try:
         meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
         files = meta["files"]
         return (meta.get("key") == key and meta.get("format") == FORMAT and "config.json" in files
-                and all(_sha256(d / name) == digest for name, digest in files.items()))
+                and all(file_sha256(d / name) == digest for name, digest in files.items()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -323,7 +320,7 @@ def write_manifest(d: Path) -> str:
     """Record the SHA-256 of every file in `d` (a saved base model) in `d/manifest.json`; returns
     the manifest's own SHA-256, the base's identity (recorded in each checkpoint)."""
     d = Path(d)
-    files = {p.name: _sha256(p) for p in sorted(d.iterdir()) if p.is_file() and p.name != MANIFEST}
+    files = {p.name: file_sha256(p) for p in sorted(d.iterdir()) if p.is_file() and p.name != MANIFEST}
     data = json.dumps({"format": FORMAT, "files": files}, indent=2, sort_keys=True).encode()
     (d / MANIFEST).write_bytes(data)
     return hashlib.sha256(data).hexdigest()
@@ -350,7 +347,7 @@ def check_manifest(d: Path) -> str:
         if name not in files:
             raise InputError(f"{f}: not part of the base model the run started from; resuming would "
                              "train a different model (start afresh without --resume)")
-        if name not in present or _sha256(f) != files[name]:
+        if name not in present or file_sha256(f) != files[name]:
             raise InputError(f"{f}: {'missing' if name not in present else 'changed'} since the run started "
                              "(SHA-256 differs from manifest.json); resuming would train a different model "
                              "(start afresh without --resume)")
