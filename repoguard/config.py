@@ -5,7 +5,7 @@ unknown key, a wrong type, a probability outside (0, 1), p ≥ r, an unknown pro
 empty path list or a duplicate secret id is an `InputError` whose one line names the file, the
 line and the key: `repoguard.toml:14: secret[1].r: must be > p (p = 0.001, r = 0.0001)`.
 
-Sections: `[defaults]`, `[levels]`, `[corpus]`, `[[secret]]` (with `[secret.propagate]`), and one
+Sections: `[defaults]` (with `undetected`, the undetected-secret floor), `[levels]`, `[corpus]`, `[[secret]]` (with `[secret.propagate]`), and one
 section per later stage (`[scan]`, `[analyzers]`, `[plan]`, `[training]`, `[ledger]`). A stage that needs new
 settings adds a field to its section's dataclass here; the parser needs no other change.
 
@@ -41,6 +41,65 @@ class Protection:
 
     p: float
     r: float
+
+
+@dataclass(frozen=True)
+class Undetected:
+    """`[defaults] undetected`: the undetected-secret floor (DESIGN.md "Undetected-secret floor").
+    A secret nobody declared or detected, living in `k` examples tied to nothing, must get a
+    posterior bound ≤ `r` at prior `p` over the whole run (both phases, composed across the
+    ledger). `enabled = False` is the explicit opt-out `undetected = "off"`, marked in every
+    output. Written `undetected = { k = 1, p = 1e-10, r = 1e-3 }` (p and r default to
+    `[defaults]`'s) or `undetected = "off"`."""
+
+    k: int = 1
+    p: float = 1e-10
+    r: float = 1e-3
+    enabled: bool = True
+
+    @property
+    def account(self) -> str:
+        """The ledger's account for this floor: a reserved id no declared secret can take
+        (`_SECRET_ID` forbids '@', ':' and '=')."""
+        return f"@undetected:k={self.k}"
+
+    def record(self) -> dict:
+        """The JSON record every output carries: {"k", "p", "r", "enabled"}."""
+        return {"k": self.k, "p": self.p, "r": self.r, "enabled": self.enabled}
+
+
+def parse_undetected(value: Any, defaults: Protection, where: str = "--undetected") -> Undetected:
+    """An `Undetected` from a CLI/TOML value: "off", "on" (the defaults' p, r, k = 1), a dict
+    {k, p, r} or a string "k=1,p=1e-10,r=1e-3" (missing keys from `defaults`, k = 1).
+    Raises InputError naming `where` for anything else, k < 1, or p, r outside 0 < p < r < 1."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("off", "none", "false"):
+            return Undetected(1, defaults.p, defaults.r, enabled=False)
+        if text in ("on", "default", "true", ""):
+            return Undetected(1, defaults.p, defaults.r)
+        try:
+            value = {k.strip(): v.strip() for k, v in (part.split("=", 1) for part in text.split(","))}
+        except ValueError:
+            raise InputError(f"{where}: write \"off\" or k=1,p=1e-10,r=1e-3, not {value!r}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: write \"off\" or a table {{ k = 1, p = 1e-10, r = 1e-3 }}, not {value!r}")
+    unknown = sorted(set(value) - {"k", "p", "r"})
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (known: k, p, r)")
+    try:
+        k = int(value.get("k", 1))
+        p = float(value.get("p", defaults.p))
+        r = float(value.get("r", defaults.r))
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: k must be an integer and p, r numbers, not {value!r}") from None
+    if isinstance(value.get("k"), float) and value["k"] != k:
+        raise InputError(f"{where}: k must be an integer, not {value['k']!r}")
+    if k < 1:
+        raise InputError(f"{where}: k must be ≥ 1 (examples an undetected secret lives in), not {k}")
+    if not (0 < p < r < 1):
+        raise InputError(f"{where}: need 0 < p < r < 1, not p = {p!r}, r = {r!r}")
+    return Undetected(k, p, r)
 
 
 @dataclass(frozen=True)
@@ -178,6 +237,7 @@ class Config:
 
     path: Path | None
     defaults: Protection = Protection(1e-10, 1e-3)
+    undetected: Undetected = Undetected()
     levels: Mapping[str, Protection] = field(default_factory=dict)
     corpus: CorpusConfig = CorpusConfig()
     secrets: tuple[SecretConfig, ...] = ()
@@ -377,8 +437,20 @@ class _Validator:
             if key not in _TOP_KEYS:
                 self.fail(key, f"unknown section (known: {', '.join(sorted(_TOP_KEYS))})", table=key, key=key)
         defaults = Config(path=None).defaults
+        raw_undetected = None
         if "defaults" in data:
-            defaults = self.protection(data["defaults"], "defaults", "defaults")
+            raw = data["defaults"]
+            if isinstance(raw, dict) and "undetected" in raw:
+                raw = dict(raw)
+                raw_undetected = raw.pop("undetected")
+            if raw or raw_undetected is None:      # `[defaults] undetected = "off"` alone keeps p, r
+                defaults = self.protection(raw, "defaults", "defaults")
+        undetected = Undetected(1, defaults.p, defaults.r)
+        if raw_undetected is not None:
+            try:
+                undetected = parse_undetected(raw_undetected, defaults, where="defaults.undetected")
+            except InputError as exc:
+                self.fail("defaults.undetected", str(exc).split(": ", 1)[-1], table="defaults", key="undetected")
         levels: dict[str, Protection] = {}
         raw_levels = data.get("levels", {})
         if not isinstance(raw_levels, dict):
@@ -391,7 +463,8 @@ class _Validator:
         for k, s in sections.items():
             self._check_section(k, s)
         secrets = self.secrets(data.get("secret", []), defaults, levels)
-        return Config(path=self.path, defaults=defaults, levels=levels, secrets=secrets, **sections)
+        return Config(path=self.path, defaults=defaults, undetected=undetected, levels=levels, secrets=secrets,
+                      **sections)
 
     def _check_section(self, name: str, s: Any) -> None:
         positive = {

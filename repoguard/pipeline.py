@@ -69,6 +69,7 @@ class RunSettings:
     no_dp: bool = False
     insecure_reproducible: bool = False  # tests only: the private run's batches and noise from `seed`
     keep_checkpoint: bool = False
+    undetected: str | None = None       # --undetected: the floor for this run (None = [defaults])
     budget_fraction: float = 1.0        # share of each secret's remaining headroom this run may spend
     audit: bool = False
     audit_steps: int | None = None
@@ -275,7 +276,7 @@ def summarize(ctx: Context) -> dict:
         "retained_fraction": plan.get("retained_fraction"),
         "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
         "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
-        "binding_secret": plan.get("binding_secret"),
+        "binding_secret": plan.get("binding_secret"), "undetected_floor": plan.get("undetected_floor"),
         "exposures": plan.get("exposures", []), "insecure_runs": plan.get("insecure_runs") or {},
         "adapter": train.get("adapter"), "run_id": train.get("run_id"),
         "audit": i.get("audit"), "report": i.get("report", {}).get("html"),

@@ -142,6 +142,27 @@ def _plan_params(ctx) -> dict:
             "adjacency": s.adjacency or pc.adjacency}
 
 
+def _floor_summary(rec: dict | None) -> dict | None:
+    """The run summary's view of plan.json's "undetected_floor"."""
+    if not rec:
+        return None
+    return {k: rec.get(k) for k in ("k", "p", "r", "enabled", "achieved_bound", "sigma_floor", "meets_r", "binds")}
+
+
+def _floor_kwargs(ctx, params: dict, before: dict, frac: float) -> dict:
+    """`build_plan`'s undetected-floor arguments for this run: `--undetected` or `[defaults]`, its
+    run target under the budget fraction (the floor's ledger account follows `run_targets` like a
+    secret), and phase 1's reservation when `[training]` runs a noised phase 1."""
+    from repoguard import undetected
+    from repoguard.incidence import Secret
+
+    target = undetected.resolve(ctx.config, ctx.settings.undetected)
+    acct = Secret(target.account, "undetected", target.p, target.r)
+    r_run = run_targets([acct], before, frac)[0].r if target.enabled else None
+    return undetected.plan_kwargs(target, ctx.ledger, training=_train_cfg(ctx), batch_size=params["batch_size"],
+                                  steps=params["steps"], r_run=r_run)
+
+
 NO_SECRETS = ("no secrets declared or found: nothing to protect (every example w = 1; σ is a token, "
               "so a secret nobody declared gets no bound)")
 
@@ -171,6 +192,8 @@ class plan:
     def inputs(ctx):
         _, foreign = ledger_heads(ctx.ledger, _own_runs(ctx))
         return {"incidence": _out(ctx, "analyze"), "params": _plan_params(ctx), "ledger": foreign,
+                "undetected": ctx.settings.undetected, "defaults_undetected": ctx.config.undetected.record(),
+                "phase1": [getattr(_train_cfg(ctx), k) for k in ("phases", "phase1", "phase1_batch_size", "phase1_steps")],
                 "budget_fraction": ctx.settings.budget_fraction,
                 "acknowledged_exposures": sorted(ctx.config.ledger.acknowledged_exposures)}
 
@@ -204,12 +227,12 @@ class plan:
             raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
         true_r = {x.id: x.r for x in inc.secrets}
         inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
+        floor = _floor_kwargs(ctx, params, before, frac)
         prog = _Progress() if ctx.settings.show_progress else None
         from repoguard.evaluation.split import split_from_config
         try:
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
-                           holdout=split_from_config(inc.example_ids, ctx.config.plan),
-                           floor=(ctx.config.defaults.p, ctx.config.defaults.r), **params)
+                           holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
         finally:
             if prog is not None:
                 prog.close()
@@ -230,7 +253,8 @@ class plan:
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,
                 "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target),
-                "exposures": s["exposures"], "insecure_runs": s["insecure_runs"]}
+                "exposures": s["exposures"], "insecure_runs": s["insecure_runs"],
+                "undetected_floor": _floor_summary(p.extra.get("undetected_floor"))}
 
     @staticmethod
     def outputs(ctx):
@@ -242,8 +266,16 @@ class plan:
                   if info.get("bound_ratio_max") is not None else NO_SECRETS)
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
                 f"retained Σw/n = {info['retained_fraction']:.3f}, {bounds}"
+                + (f"; {_floor_line(info.get('undetected_floor'))}" if info.get("undetected_floor") else "")
                 + (f"; {len(info['exposures'])} acknowledged exposure(s) by a clear phase (bound 1): "
                    + ", ".join(sorted({x['secret'] for x in info['exposures']})) if info.get("exposures") else ""))
+
+
+def _floor_line(fl: dict) -> str:
+    if not fl.get("enabled", True):
+        return f"UNDETECTED FLOOR OFF (opt-out; k = {fl['k']} bound {fl['achieved_bound']:.3g})"
+    return (f"undetected floor k = {fl['k']}: {fl['achieved_bound']:.3g} ≤ r = {fl['r']:g}"
+            + (" (sets σ)" if fl.get("binds") else ""))
 
 
 # -- train ----------------------------------------------------------------------------------------

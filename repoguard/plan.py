@@ -180,7 +180,8 @@ def load_plan(out_dir: str | Path) -> Plan:
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
                ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
-               progress=None, holdout=None, floor: tuple[float, float] | None = None) -> Plan:
+               progress=None, holdout=None, floor=None, floor_r_run: float | None = None,
+               floor_legacy: tuple = (), phase1: tuple[float, int] | None = None) -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
@@ -195,11 +196,21 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     when c was given), "c_rule", "ledger_secrets" (secrets with earlier spending),
     "sigma_paper_kl", "sigma_ratio_kl_over_this", "sigma_uniform" (`_sigma_uniform`),
     "noise_reduction" (σ_uniform/σ), "retention" (`retention.retention`: examples, Σw and Σw/n
-    per secret and per top-level directory), "seconds", with `floor` = the default (p, r)
-    "undetected_floor" (`undetected_floor`), and with `holdout` (an
+    per secret and per top-level directory), "seconds", with `floor` "undetected_floor"
+    (`undetected.floor_record`) and "floor_bought" (what the floor's noise bought back), and with `holdout` (an
     `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
     are null.
+
+    The undetected-secret floor (`floor`: a `config.Undetected`, or a legacy (p, r) = k 1): when
+    enabled, σ ≥ σ_floor, the smallest σ giving k untied examples (ρ_u = B/Σw each) a cumulative
+    bound ≤ `floor_r_run` (default floor.r) at floor.p after the ledger's spending on the floor's
+    account (`floor_legacy`: (σ, steps) of earlier runs that recorded none, counted at ρ = 1) and a
+    noised phase 1 (`phase1` = (B₁, T₁): σ₁ is reserved here, `undetected.FloorAccount`); the
+    floor joins the certified calibration as one more secret. With c swept, c maximises Σw/σ
+    with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
+    σ(c) stays within that σ: the floor's noise is paid anyway, so the secrets' examples get
+    the weight it buys (DESIGN.md "Undetected-secret floor"). Disabled ("off"): reported only.
     Raises InputError when some ρ > 1 (B too large for Σw) and PolicyError naming the secrets
     whose earlier spending makes their target unreachable."""
     import time
@@ -230,6 +241,20 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     if test is not None and test.shape != (n_ex,):
         raise InputError(f"holdout: {test.shape[0]} entries for {n_ex} examples")
     train_rows = np.flatnonzero(~test) if test is not None else None
+    from repoguard.undetected import FloorAccount, as_undetected, floor_record, untied_rho
+
+    und = as_undetected(floor)
+    enforce = und is not None and und.enabled
+    acct = None
+    if und is not None:
+        acct = FloorAccount(und, floor_r_run if floor_r_run is not None else und.r, steps, method=accountant,
+                            adjacency=adjacency, alphas=alphas, ledger_spent=ledger_spent or {},
+                            ledger_pairs=ledger_pairs or {}, legacy=floor_legacy)
+        if phase1 is not None and enforce:
+            untied_train = np.asarray(incidence.matrix.getnnz(axis=1) == 0) & (~test if test is not None else True)
+            n_pub = int(np.sum(untied_train))
+            if n_pub:
+                acct.reserve_phase1(min(1.0, float(phase1[0]) / n_pub), int(phase1[1]))
 
     def solve(cval: float):
         if train_rows is None:
@@ -239,7 +264,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         w[train_rows] = lp.w
         return dataclasses.replace(lp, w=w)
 
-    def run(cval: float, method: str):
+    def run(cval: float, method: str | None):
+        method = method or accountant
         lp = solve(cval)
         sw = float(lp.w.sum())
         rho = batch_size * lp.w / sw if sw > 0 else np.zeros(n_ex)
@@ -253,7 +279,15 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
             raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
         return lp, rho, cal
 
+    def floor_sigma(rho) -> float:
+        return acct.sigma(untied_rho(incidence.matrix, rho, test)) if enforce else 0.0
+
+    def row_sigma(cal, rho) -> float:
+        return max(cal.sigma, floor_sigma(rho)) if cal is not None else float("inf")
+
     rows = []
+    refine: list[dict] = []
+    c_without = None
     if c > 0:
         lp, rho, cal = run(c, accountant)
         chosen = c
@@ -262,9 +296,10 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         for cval in (sweep or SWEEP):
             lp, rho, cal = run(cval, accountant)
             sw = float(lp.w.sum())
-            sig = cal.sigma if cal is not None else float("inf")
+            sig = row_sigma(cal, rho)
             rows.append(SweepRow(cval, float(np.mean(lp.w > 0)), sw, sig,
-                                 sw / sig if math.isfinite(sig) else 0.0, lp.stats()))
+                                 sw / sig if math.isfinite(sig) else 0.0, lp.stats(),
+                                 sigma_secrets=cal.sigma if cal is not None else float("inf")))
             results[cval] = (lp, rho, cal)
         try:
             chosen = pick_c(rows).c
@@ -272,9 +307,26 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
             chosen = None
         if chosen is None:
             raise InputError(_too_big(batch_size, results[min(results)][0].w))
+        if enforce:
+            c_without = _pick_without_floor(rows)
+            chosen = _raise_c(chosen, rows, results, run, row_sigma, refine)
         lp, rho, cal = results[chosen]
     if cal is None:
         raise InputError(_too_big(batch_size, lp.w))
+    rho_u = untied_rho(incidence.matrix, rho, test) if und is not None else 0.0
+    cal_secrets = cal
+    if enforce and rho_u > 0:
+        # the floor joins the certified calibration as one more secret (its bound certified at σ)
+        try:
+            cal = calibrate([rho[ix] for ix in cols] + [np.full(und.k, rho_u)], np.append(p, und.p),
+                            np.append(r, acct.r_run), steps, method=accountant, adjacency=adjacency, alphas=alphas,
+                            spent_kl=np.append(skl, acct.skl), spent_renyi=np.vstack([sre, acct.sre]),
+                            spent_pairs=list(hist) + [acct.history], progress=progress)
+        except Infeasible as exc:
+            if n_sec in exc.secrets:
+                from repoguard.undetected import infeasible_message
+                raise PolicyError(infeasible_message(und)) from None
+            raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
     from repoguard.accounting.pld import pair_record
 
     ev = cal.evals
@@ -302,23 +354,93 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                                  alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma
         except Infeasible:
             kl_sigma = float("inf")
+        if enforce and math.isfinite(kl_sigma):
+            kl_sigma = max(kl_sigma, acct.sigma(rho_u, method="kl"))
         extra["sigma_paper_kl"] = kl_sigma
         extra["sigma_ratio_kl_over_this"] = kl_sigma / cal.sigma if math.isfinite(kl_sigma) else None
     else:
         extra["sigma_paper_kl"], extra["sigma_ratio_kl_over_this"] = cal.sigma, 1.0
     extra["sigma_uniform"] = _sigma_uniform(cols, p, r, steps, n_ex=n_ex, test=test, batch_size=batch_size,
                                             method=accountant, adjacency=adjacency, alphas=alphas, skl=skl,
-                                            sre=sre, hist=hist)
+                                            sre=sre, hist=hist, floor=acct if enforce else None)
     extra["noise_reduction"] = extra["sigma_uniform"] / cal.sigma if math.isfinite(extra["sigma_uniform"]) else None
-    if floor is not None:
-        extra["undetected_floor"] = undetected_floor(incidence.matrix, rho, cal.sigma, steps, *floor,
-                                                     adjacency=adjacency, test=test)
+    if und is not None:
+        sf = acct.sigma(rho_u) if enforce else 0.0
+        extra["undetected_floor"] = floor_record(und, rho_u=rho_u, sigma=cal.sigma, sigma_floor=sf, steps=steps,
+                                                 account=acct, cal=cal if enforce and rho_u > 0 else None,
+                                                 index=n_sec, r_run=acct.r_run, adjacency=adjacency)
+        extra["undetected_floor"]["binds"] = bool(enforce and sf >= cal_secrets.sigma * (1 - 1e-9))
+        if enforce and rows:
+            extra["floor_bought"] = _bought(incidence, test, results, chosen, c_without, refine)
     extra["seconds"] = time.perf_counter() - t0
     extra = _json_safe(extra)
     return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
                 example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
                 test=test)
+
+
+def _pick_without_floor(rows) -> float | None:
+    """The c the Σw/σ rule picks on the secrets' σ alone (what the plan was before the floor)."""
+    from repoguard.weighting import pick_c
+
+    try:
+        return pick_c([dataclasses.replace(r, sigma=r.sigma_secrets,
+                                           score=r.sum_w / r.sigma_secrets if math.isfinite(r.sigma_secrets)
+                                           and r.sigma_secrets > 0 else 0.0) for r in rows]).c
+    except ValueError:
+        return None
+
+
+def _raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, iters: int = 6) -> float:
+    """The largest c ≥ `chosen` whose σ(c) stays within σ(chosen) (relative 1e-6), by bisection on
+    log c between `chosen` and the next swept c above it; every tried c is added to `results`
+    (c → (lp, ρ, cal)) and logged in `log` as {"c", "sum_w", "sigma", "kept"}."""
+    budget = next(r.sigma for r in rows if r.c == chosen) * (1 + 1e-6)
+    above = sorted(r.c for r in rows if r.c > chosen)
+    if not above:
+        return chosen
+    lo, hi = chosen, above[0]
+    if next(r.sigma for r in rows if r.c == hi) <= budget:
+        return chosen                 # ties went to the smaller c: keep the rule's choice
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        lp, rho, cal = run(mid, None)
+        sig = row_sigma(cal, rho)
+        kept = sig <= budget and float(lp.w.sum()) >= float(results[lo][0].w.sum())
+        log.append({"c": mid, "sum_w": float(lp.w.sum()), "sigma": sig, "kept": kept})
+        if kept:
+            results[mid] = (lp, rho, cal)
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _bought(incidence, test, results: dict, chosen: float, c_without, refine: list) -> dict:
+    """What the floor's noise bought back: tied Σw at the chosen c against the c the rule picks
+    without the floor, overall, per secret and per top-level directory (only rows that changed)."""
+    from repoguard.retention import retention
+
+    tied = np.asarray(incidence.matrix.getnnz(axis=1) > 0)
+    train = ~test if test is not None else np.ones(tied.size, dtype=bool)
+    w_with = results[chosen][0].w
+    out = {"c": chosen, "c_without_floor": c_without, "refine": refine,
+           "tied_examples": int((tied & train).sum()), "tied_sum_w": float(w_with[tied & train].sum())}
+    if c_without is None or c_without not in results:
+        return out
+    w_wo = results[c_without][0].w
+    out["tied_sum_w_without_floor"] = float(w_wo[tied & train].sum())
+    a, b = retention(incidence, w_with, test), retention(incidence, w_wo, test)
+    bs = {x["secret"]: x for x in b["per_secret"]}
+    out["per_secret"] = [{"secret": x["secret"], "examples": x["examples"], "sum_w": x["sum_w"],
+                          "sum_w_without_floor": bs[x["secret"]]["sum_w"]}
+                         for x in a["per_secret"] if abs(x["sum_w"] - bs[x["secret"]]["sum_w"]) > 1e-9]
+    bd = {x["directory"]: x for x in b["per_directory"]}
+    out["per_directory"] = [{"directory": x["directory"], "tied": x["tied"], "sum_w": x["sum_w"],
+                             "sum_w_without_floor": bd[x["directory"]]["sum_w"]}
+                            for x in a["per_directory"] if abs(x["sum_w"] - bd[x["directory"]]["sum_w"]) > 1e-9]
+    return out
 
 
 def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
@@ -341,9 +463,11 @@ def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float
     return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
 
 
-def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist) -> float:
+def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist,
+                   floor=None) -> float:
     """σ of standard DP-SGD for the same targets, B and T: every training example w = 1,
-    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant.
+    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant;
+    with `floor` (an `undetected.FloorAccount`) at least σ_floor at ρ = B/n_train.
     +inf when B > n_train or no σ ≤ 1e6 meets the targets."""
     from repoguard.accounting.calibrate import Infeasible, calibrate
 
@@ -353,10 +477,11 @@ def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacen
         return float("inf")
     rho = np.where(train, batch_size / n_train, 0.0)
     try:
-        return float(calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
-                               alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
+        sig = float(calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
+                              alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
     except Infeasible:
         return float("inf")
+    return max(sig, floor.sigma(batch_size / n_train)) if floor is not None else sig
 
 
 def _json_safe(obj):

@@ -198,6 +198,7 @@ class SweepRow:
     sigma: float
     score: float
     lp: dict
+    sigma_secrets: float | None = None     # σ the declared secrets alone need (sigma includes the floor)
 
 
 def pick_c(rows: list[SweepRow]) -> SweepRow:

@@ -95,7 +95,10 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     a secret reports that secret as exposed (`exposures.py`). Raises InputError for bad arguments
     (including a clear id that is not a training example of `plan`, or a held-out one) and
     `phases` (when given): a two-phase run's phase-1 record and undetected-secret floor
-    (`training.phases`), stored as given. Raises InputError for bad arguments (including a clear
+    (`training.phases`), stored as given. A plan with an undetected-secret floor
+    (`plan.extra["undetected_floor"]`) also spends on the floor's account (`undetected.py`), and
+    the entry records "floor": {account, enabled (False = the opt-out), k, p, r, achieved_bound}.
+    Raises InputError for bad arguments (including a clear
     id that is not a training example of `plan`, or a held-out one) and PolicyError if the ledger
     fails verification (a tampered ledger is never extended) or, with `base_head`, when the
     compare-and-swap of `append_entry` fails (a stale plan)."""
@@ -113,11 +116,25 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
         secrets[s.id] = {"kl": s.kl_spent * frac,
                          "renyi": {a: v * frac for a, v in s.renyi_spent.items() if _finite(v)},
                          "pair": pair if steps_completed > 0 else None}
+    floor = (getattr(plan, "extra", None) or {}).get("undetected_floor") or {}
+    acct = floor.get("account")
+    if acct and acct.get("id"):
+        # the undetected-secret floor's own account (`undetected.py`): composes across runs like a secret
+        pair = dict(acct.get("pair") or {}) or None
+        if pair is not None:
+            pair["steps"] = int(steps_completed)
+        secrets[acct["id"]] = {"kl": float(acct.get("kl") or 0.0) * frac,
+                               "renyi": {a: v * frac for a, v in (acct.get("renyi") or {}).items() if _finite(v)},
+                               "pair": pair if steps_completed > 0 else None}
     fields = {"run_id": str(run_id), "plan_digest": plan_digest(plan), "sigma": plan.sigma,
               "batch_size": plan.batch_size, "steps": plan.steps, "steps_completed": int(steps_completed),
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
     if randomness is not None:
         fields["randomness"] = str(randomness)
+    if floor:
+        fields["floor"] = {"account": (acct or {}).get("id"), "enabled": bool(floor.get("enabled", True)),
+                           "k": floor.get("k"), "p": floor.get("p"), "r": floor.get("r"),
+                           "achieved_bound": floor.get("achieved_bound")}
     if phases is not None:
         fields["phases"] = phases
     if len(clear_example_ids):

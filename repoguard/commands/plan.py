@@ -20,6 +20,9 @@ def register(parser) -> None:
     parser.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
     parser.add_argument("--cap", choices=("kl", "gdp"), default=None,
                         help="per-secret LP budget: kl(r‖p) (Hush) or Φ⁻¹(1−p)−Φ⁻¹(1−r) (SecPE)")
+    parser.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
+                        help="undetected-secret floor for this run (default: [defaults] undetected, on: k = 1 at "
+                             "the default p, r); \"off\" opts out, and every output says so")
     add_json_flag(parser)
 
 
@@ -66,13 +69,16 @@ def _run(args, config, out) -> int:
                                            config_path=config.path)
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
+    from repoguard import undetected
+
+    floor = undetected.plan_kwargs(undetected.resolve(config, args.undetected), out / "ledger.jsonl",
+                                   training=config.training, batch_size=batch, steps=steps)
     progress = None if (args.quiet or args.json) else _Progress()
     try:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          ledger_pairs=pairs, progress=progress, holdout=split,
-                          floor=(config.defaults.p, config.defaults.r))
+                          ledger_pairs=pairs, progress=progress, holdout=split, **floor)
     finally:
         if progress is not None:
             progress.close()
@@ -105,6 +111,7 @@ def plan_summary(plan, target) -> dict:
         "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
         "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
         "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
+        "floor_bought": plan.extra.get("floor_bought"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
         "exposures": plan.extra.get("exposures", []),
@@ -185,11 +192,7 @@ def _print(plan, summary) -> None:
     if summary.get("sigma_uniform"):
         con.print(f"uniform DP-SGD (w = 1, ρ = B/n) needs σ = {summary['sigma_uniform']:.5g} for the same targets: "
                   f"noise reduction σ_uniform/σ = {summary['noise_reduction']:.3g}×")
-    fl = summary.get("undetected_floor")
-    if fl:
-        shown = ", ".join(f"k = {k}: {b:.3g}" for k, b in fl["bounds"].items())
-        con.print(f"an undetected secret in k untied examples (ρ = {fl['rho']:.3g}, p = {fl['p']:.2g}) gets bound "
-                  f"{shown} (default r = {fl['r']:.3g})")
+    _print_floor(con, summary.get("undetected_floor"), summary.get("floor_bought"), summary.get("sigma_uniform"))
     if summary.get("holdout"):
         h = summary["holdout"]
         con.print(f"held out for evaluation: {h['n_files']} files, {h['n_examples']} examples (ρ = 0; "
@@ -198,6 +201,28 @@ def _print(plan, summary) -> None:
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
     con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
               f"c = {plan.c:g}; plan written to {summary['plan_dir']}")
+
+
+def _print_floor(con, fl: dict | None, bought: dict | None, sigma_uniform) -> None:
+    """The undetected-secret floor: target, achieved, σ_floor next to σ_uniform, what it bought."""
+    from repoguard.undetected import describe
+
+    con.print(describe(fl), markup=False, style=None if not fl or fl.get("enabled", True) else "bold red")
+    if not fl:
+        return
+    shown = ", ".join(f"k = {k}: {b:.3g}" for k, b in fl["bounds"].items())
+    extra = f"; σ_uniform = {sigma_uniform:.4g}" if sigma_uniform else ""
+    con.print(f"  this run alone, by k: {shown}; σ = {fl.get('sigma') or 0:.4g}, σ_floor = "
+              f"{fl.get('sigma_floor') or 0:.4g}{extra}"
+              + ("; the floor sets σ" if fl.get("binds") else ""), markup=False)
+    if fl.get("phase1"):
+        ph = fl["phase1"]
+        con.print(f"  phase 1 (noised) reserved: σ₁ = {ph['sigma']:.4g} at ρ₁ = {ph['rho']:.3g}, T₁ = {ph['steps']} "
+                  f"(r₁ = {ph['r']:.3g})", markup=False)
+    if bought and bought.get("tied_sum_w_without_floor") is not None:
+        con.print(f"  tied weight the floor's noise buys back: Σw over {bought['tied_examples']} tied examples "
+                  f"{bought['tied_sum_w_without_floor']:.4g} → {bought['tied_sum_w']:.4g} "
+                  f"(c {bought['c_without_floor']:g} → {bought['c']:.4g})", markup=False)
 
 
 def _print_directories(con, ret: dict | None, limit: int = 15) -> None:

@@ -35,6 +35,9 @@ def register(parser) -> None:
                    help="spend at most this share of each secret's remaining headroom r − b₀ "
                         "(default 1; 0.5 with --scheduled, so later runs keep a budget)")
     g.add_argument("--clip-norm", type=float, default=None, metavar="C")
+    g.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
+                   help="undetected-secret floor (default: [defaults] undetected, on: k = 1 at the default p, r); "
+                        "\"off\" opts out, and every output says so")
     x = g.add_mutually_exclusive_group()
     x.add_argument("--c", type=float, default=None, help="LP scale c (default: [plan] c; 0 sweeps)")
     x.add_argument("--sweep", action="store_true", help="sweep c and pick max Σw/σ")
@@ -91,7 +94,7 @@ def run(args) -> int:
         seed=args.seed, device=args.device,
         no_dp=args.no_dp, insecure_reproducible=args.insecure_reproducible,
         keep_checkpoint=args.keep_checkpoint, audit=args.audit, audit_steps=args.audit_steps,
-        budget_fraction=(args.budget_fraction if args.budget_fraction is not None
+        undetected=args.undetected, budget_fraction=(args.budget_fraction if args.budget_fraction is not None
                          else SCHEDULED_FRACTION if args.scheduled else 1.0),
         from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet,
         phases=phases["phases"], phase1=phases["phase1"], phase1_steps=phases["phase1_steps"],
@@ -139,6 +142,7 @@ def _print(s: dict, con) -> None:
         ("achieved/target bound", f"{num(s['bound_ratio_min'], '.3g')} … {num(s['bound_ratio_max'], '.3g')}"
                                   f" (tightest: {s['binding_secret']})" if s["bound_ratio_max"] is not None
                                   or s["secrets"] != 0 else NO_SECRETS),
+        ("undetected floor (k untied examples)", _floor_cell(s.get("undetected_floor"))),
         ("adapter", s["adapter"] or "—"),
         ("report", s["report"] or "—"),
         ("ledger", s["ledger"]),
@@ -154,3 +158,12 @@ def _print(s: dict, con) -> None:
     for k, v in rows:
         t.add_row(k, str(v))
     con.print(t)
+
+
+def _floor_cell(fl: dict | None) -> str:
+    if not fl:
+        return "—"
+    if not fl.get("enabled", True):
+        return f"OFF (opt-out): an undetected secret in k = {fl['k']} example(s) gets bound {fl['achieved_bound']:.3g}"
+    return (f"k = {fl['k']}: bound {fl['achieved_bound']:.3g} ≤ r = {fl['r']:g} at p = {fl['p']:g}"
+            + (" (the floor sets σ)" if fl.get("binds") else ""))

@@ -18,13 +18,19 @@ Phase 1 modes:
   public example gets no bound (1). The ledger remembers which examples were trained in the clear
   (`clear_example_ids` of each entry: every public example phase 1 could sample, a conservative
   superset of those it did sample; the sampled batches themselves are never recorded).
-* `noised` [JFT §3.1] — DP-SGD over the public examples with clip norm C and σ₁, the smallest
-  noise multiplier such that an undetected secret confined to k public examples (ρ₁ each, T₁
-  steps) meets the default (p, r) of the config by the repoguard accountant
-  (`accounting.calibrate`, Hush Lemma 3.2 and the Neyman–Pearson bound). The undetected-secret
-  floor after both phases is the composition of the phase-1 and phase-2 pairs of those k
-  examples (`accounting.compose.composed_bound`: divergences add, privacy-loss distributions
-  convolve), reported in the privacy report and in every ledger entry of the run ("phases").
+* `noised` [JFT §3.1] — DP-SGD over the public examples with clip norm C and σ₁. When the plan
+  has an undetected-secret floor (the default), `repoguard plan` reserved σ₁ for it
+  (`undetected.FloorAccount.reserve_phase1`: phase 1 alone spends half the floor's headroom) and
+  calibrated the plan's σ with phase 1 counted as spent, so the floor holds over both phases; a
+  plan without that reservation, or made for another ρ₁/T₁, is refused. Without a floor, σ₁ is
+  the smallest noise multiplier such that an undetected secret confined to k public examples
+  (ρ₁ each, T₁ steps) meets the default (p, r). The undetected-secret floor after both phases is
+  the composition of the phase-1 and phase-2 pairs of those k examples
+  (`accounting.compose.composed_bound`: divergences add, privacy-loss distributions convolve),
+  reported in the privacy report and in every ledger entry of the run ("phases").
+
+A clear phase 1 breaks the floor (every public example trained without noise), so with the
+floor on it is refused; it runs only with `[defaults] undetected = "off"`.
 
 Files (all under the owner-only `OUT/train/internal/phase1/`): `train_log.jsonl` (phase 1's
 per-step batch statistics), `eval.json` (held-out evaluations of phase 1), `checkpoints/`
@@ -141,6 +147,21 @@ def calibrate_sigma1(rho1: float, steps: int, *, k: int, p: float, r: float, acc
                          f"within r = {r:g}") from None
 
 
+def reserved_sigma1(floor: dict, rho1: float, steps1: int) -> float:
+    """σ₁ the plan reserved for a noised phase 1 (`undetected.FloorAccount.reserve_phase1`): the
+    plan's σ meets the floor only over both phases with phase 1 at exactly this (ρ₁, T₁, σ₁).
+    Raises InputError when the plan reserved none, or for another ρ₁ or T₁."""
+    res = floor.get("phase1")
+    if not res:
+        raise InputError("two-phase noised: the plan reserved no share of the undetected floor for phase 1; re-run "
+                         "`repoguard plan` with [training] phases = 2 and phase1 = \"noised\" in repoguard.toml")
+    if abs(float(res["rho"]) - rho1) > 1e-9 * max(1.0, rho1) or int(res["steps"]) != int(steps1):
+        raise InputError(f"two-phase noised: the plan reserved phase 1 at ρ₁ = {res['rho']:.4g}, T₁ = {res['steps']}, "
+                         f"not ρ₁ = {rho1:.4g}, T₁ = {steps1}; re-run `repoguard plan` with the same [training] "
+                         "phase1_batch_size and phase1_steps")
+    return float(res["sigma"])
+
+
 def undetected_floor(*, k_values, rho1: float, sigma1: float, steps1: int, rho2: float, sigma2: float,
                      steps2: int, p: float, r: float, accountant: str, adjacency: str) -> dict:
     """The bound a secret nobody declared or detected, living in k public examples, gets from
@@ -178,8 +199,16 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
     n_pub = int(public.sum())
     rho1 = b1 / n_pub if n_pub else 0.0
     noised = opts.mode == "noised" and private
-    sigma1 = calibrate_sigma1(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
-                              adjacency=plan.adjacency) if noised and n_pub else 0.0
+    floor = plan.extra.get("undetected_floor") or {}
+    if private and floor.get("enabled") and not noised and n_pub:
+        raise InputError("two-phase: a clear phase 1 trains every public example without noise, which breaks the "
+                         "plan's undetected-secret floor; set [training] phase1 = \"noised\" (σ₁ reserved by "
+                         "`repoguard plan`) or opt out with [defaults] undetected = \"off\"")
+    if noised and n_pub and floor.get("enabled"):
+        sigma1 = reserved_sigma1(floor, rho1, steps1)
+    else:
+        sigma1 = calibrate_sigma1(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
+                                  adjacency=plan.adjacency) if noised and n_pub else 0.0
     plan1 = phase_one_plan(plan, public, steps=steps1, batch_size=b1, sigma=sigma1 if noised else 1.0)
     phase1 = {"mode": "noised" if noised else "clear", "steps": steps1, "batch_size": b1, "learning_rate": lr1,
               "n_examples": n_pub, "rho": rho1, "sigma": sigma1,

@@ -1,0 +1,232 @@
+"""The undetected-secret floor as a plan target (DESIGN.md "Undetected-secret floor", issue 26).
+
+Scanners miss about a third of real credentials, and nobody declares every trade secret. Such a
+secret lives in examples tied to nothing, which keep w = 1 and so the largest sampling
+probability ρ_u = B/Σw; the only protection it gets is the noise every example gets. The floor
+target `config.Undetected` (k, p, r) asks: a secret in k untied examples, sampled at ρ_u for T
+steps at noise σ, after whatever the ledger says earlier runs spent on such a secret (and a
+noised phase 1 of this run), has posterior bound ≤ r at prior p [Hush Lemma 3.2 and the
+Neyman–Pearson bound, through `accounting.calibrate` like every declared secret]. It is the Hush
+form of *Just Fine-tune Twice* §3.1's missed-secret protection.
+
+The floor has its own ledger account (`Undetected.account`, e.g. "@undetected:k=1"): each run
+records the floor's divergences and dominating pair there, so runs compose like any secret.
+A run recorded before the floor had an account (or with the floor off) is counted at its worst
+case, ρ = 1 for each of the k examples (`legacy_pairs`): ρ_u ≤ 1 always, so the pair dominates.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from repoguard.config import Undetected
+from repoguard.errors import InputError, PolicyError
+
+PHASE1_SHARE = 0.5     # a noised phase 1 spends half the floor's headroom: r₁ = p + ½(r − p)
+
+
+def as_undetected(floor) -> Undetected | None:
+    """`floor` as an `Undetected`: None stays None; a legacy (p, r) tuple is k = 1, enforced."""
+    if floor is None or isinstance(floor, Undetected):
+        return floor
+    p, r = floor
+    return Undetected(1, float(p), float(r))
+
+
+def untied_rho(matrix, rho: np.ndarray, test=None) -> float:
+    """ρ_u: the largest sampling probability of a training example tied to no secret (0 when
+    every training example is tied). `matrix` (n_examples × n_secrets), `rho` (n_examples,)."""
+    untied = np.asarray(matrix.getnnz(axis=1) == 0)
+    if test is not None:
+        untied &= ~np.asarray(test, dtype=bool)
+    return float(rho[untied].max()) if untied.any() else 0.0
+
+
+def run_pair(k: int, rho: float, sigma: float, steps: int, adjacency: str, alphas) -> tuple:
+    """(Mixture, a, steps, kl, renyi (n_alpha,)) of k examples at ρ each, T steps at σ: the pair a
+    later run composes with [Hush §4], and its divergences (larger direction, T steps)."""
+    from repoguard.accounting.divergences import _a, mixture, step_divergences
+
+    mix = mixture(np.full(int(k), float(rho)))
+    a = _a(float(sigma), adjacency)
+    al = np.asarray(alphas, float)
+    sd = step_divergences(mix, a, al)
+    ren = np.array([steps * max(sd.renyi[float(x)]) for x in al])
+    return mix, a, int(steps), steps * max(sd.kl), ren
+
+
+class FloorAccount:
+    """What the floor has spent before this run (ledger, plus a noised phase 1 of this run) and
+    σ_floor(ρ_u): the smallest σ meeting the floor's run target at ρ_u (`sigma`).
+
+    `target` the configured floor; `r_run` this run's target (a scheduled run's budget fraction,
+    `pipeline_stages.run_targets`; = target.r otherwise)."""
+
+    def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
+                 ledger_spent: dict, ledger_pairs: dict, legacy: tuple = ()) -> None:
+        from repoguard.plan import _spent_arrays, _spent_pairs
+
+        self.target, self.r_run, self.steps = target, float(r_run), int(steps)
+        self.method, self.adjacency, self.alphas = method, adjacency, tuple(alphas)
+        acct = [SimpleNamespace(id=target.account)]
+        skl, sre = _spent_arrays(acct, ledger_spent, self.alphas)
+        self.skl, self.sre = skl, sre
+        hist = _spent_pairs(acct, ledger_spent, ledger_pairs)[0]
+        self.history = hist
+        self.legacy = tuple(legacy)
+        for sigma, t in self.legacy:                      # runs before the account: worst case ρ = 1
+            self.add(1.0, sigma, t)
+        self.phase1 = None
+
+    def add(self, rho: float, sigma: float, steps: int) -> tuple:
+        """Count one earlier mechanism (k examples at ρ, σ, T) as spent; returns its pair."""
+        mix, a, t, kl, ren = run_pair(self.target.k, rho, sigma, steps, self.adjacency, self.alphas)
+        self.skl = self.skl + kl
+        self.sre = self.sre + ren[None, :]
+        if self.history is not None:
+            self.history = tuple(self.history) + ((mix, a, t),)
+        return mix, a, t
+
+    def calibrate_args(self) -> dict:
+        return {"spent_kl": self.skl, "spent_renyi": self.sre, "spent_pairs": [self.history]}
+
+    def sigma(self, rho_u: float, method: str | None = None) -> float:
+        """σ_floor at ρ_u (0 when ρ_u = 0: no untied example is ever sampled). Raises PolicyError
+        when no σ ≤ 1e6 meets the floor (its budget spent by earlier runs)."""
+        from repoguard.accounting.calibrate import Infeasible, calibrate
+
+        if not rho_u > 0:
+            return 0.0
+        try:
+            return float(calibrate([np.full(self.target.k, rho_u)], [self.target.p], [self.r_run], self.steps,
+                                   method=method or self.method, adjacency=self.adjacency, alphas=self.alphas,
+                                   **self.calibrate_args()).sigma)
+        except Infeasible:
+            raise PolicyError(infeasible_message(self.target)) from None
+
+    def reserve_phase1(self, rho1: float, steps1: int) -> dict:
+        """A noised phase 1 of this run (k examples at ρ₁ for T₁ steps) gets σ₁ meeting
+        r₁ = b₀ + PHASE1_SHARE·(r_run − b₀) on top of the ledger (b₀ = p here: the split is of
+        this run's headroom); phase 1 is then counted as spent, so the plan's σ meets the floor
+        over both phases. Returns the phase-1 record {"rho", "steps", "sigma", "r"}.
+        Raises InputError when no σ₁ ≤ 1e6 works."""
+        from repoguard.accounting.calibrate import Infeasible, calibrate
+
+        p = self.target.p
+        r1 = p + PHASE1_SHARE * (self.r_run - p)
+        try:
+            s1 = float(calibrate([np.full(self.target.k, rho1)], [p], [r1], int(steps1), method=self.method,
+                                 adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args()).sigma)
+        except Infeasible:
+            raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {self.target.k} "
+                             f"example(s) within r₁ = {r1:.3g}") from None
+        self.add(rho1, s1, steps1)
+        self.phase1 = {"rho": float(rho1), "steps": int(steps1), "sigma": s1, "r": r1}
+        return self.phase1
+
+
+def infeasible_message(target: Undetected) -> str:
+    return (f"undetected floor: no noise level (σ ≤ 1e6) keeps a secret in k = {target.k} untied "
+            f"example(s) within r = {target.r:g} at p = {target.p:g}; the ledger's earlier runs spent its "
+            "budget (lower the floor with [defaults] undetected = { r = … }, or \"off\" to opt out)")
+
+
+def legacy_runs(ledger_path, target: Undetected) -> list[tuple[float, int]]:
+    """(σ, steps completed) of every run in the ledger whose last entry records no spending on
+    `target.account` (recorded before the floor had an account, or for another k): what
+    `FloorAccount` counts at ρ = 1. An empty or missing ledger gives []."""
+    from pathlib import Path
+
+    from repoguard.accounting.ledger import read_entries
+
+    if ledger_path is None or not Path(ledger_path).exists():
+        return []
+    last: dict[str, dict] = {}
+    for e in read_entries(ledger_path):
+        last[e["run_id"]] = e
+    out = []
+    for e in last.values():
+        if int(e.get("steps_completed") or 0) <= 0:
+            continue
+        if (e.get("floor") or {}).get("account") == target.account:
+            continue
+        out.append((float(e["sigma"]), int(e["steps_completed"])))
+    return out
+
+
+def floor_record(target: Undetected, *, rho_u: float, sigma: float, sigma_floor: float, steps: int,
+                 account: FloorAccount | None, cal=None, index: int | None = None, r_run: float | None = None,
+                 adjacency: str = "zero-out", ks=(1, 10)) -> dict:
+    """plan.json's "undetected_floor": the target (k, p, r, enabled), this run's target `r_run`,
+    ρ_u, σ_floor, the achieved cumulative bound and its binding (from the certified calibration
+    `cal` at `index` when enforced), this run's bounds for a few k (this run alone), the ledger
+    account's spending of this run ("account": kl, renyi, pair) and `meets_r`."""
+    from repoguard.accounting.bounds import reconstruction_bound
+    from repoguard.accounting.pld import pair_record
+
+    rec = {**target.record(), "r_run": r_run if r_run is not None else target.r, "rho": rho_u,
+           "sigma_floor": sigma_floor, "sigma": sigma, "steps": steps,
+           "bounds": {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, target.p, "best",
+                                                           adjacency=adjacency)) if rho_u > 0 else target.p)
+                      for k in sorted({*ks, target.k})}}
+    if cal is not None and index is not None:
+        ev = cal.evals
+        mix, a, t = cal.pairs[index]
+        rec["achieved_bound"] = float(ev.bound[index])
+        rec["binding"] = ev.binding[index]
+        rec["account"] = {"id": target.account, "kl": float(ev.kl[index]),
+                          "renyi": {f"{x:g}": float(v) for x, v in zip(cal.alphas, ev.renyi[index]) if math.isfinite(v)},
+                          "pair": pair_record(mix, a, t) if mix.n > 0 else None}
+    else:
+        # Not enforced (opt-out) or nothing untied: this run's bound, still recorded on the account
+        rec["achieved_bound"] = rec["bounds"][str(target.k)]
+        rec["binding"] = "off" if not target.enabled else "none sampled"
+        if rho_u > 0 and sigma > 0:
+            mix, a, t, kl, ren = run_pair(target.k, rho_u, sigma, steps, adjacency, _alphas())
+            rec["account"] = {"id": target.account, "kl": float(kl),
+                              "renyi": {f"{x:g}": float(v) for x, v in zip(_alphas(), ren) if math.isfinite(v)},
+                              "pair": pair_record(mix, a, t)}
+    if account is not None and account.phase1 is not None:
+        rec["phase1"] = account.phase1
+    rec["meets_r"] = bool(rec["achieved_bound"] <= rec["r"] * (1 + 1e-9))
+    return rec
+
+
+def _alphas():
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+    return tuple(DEFAULT_ALPHAS)
+
+
+def describe(rec: dict | None) -> str:
+    """One line for the plan/run/report: the floor's target and achieved bound, or the opt-out."""
+    if not rec:
+        return "undetected floor: not computed (plan made before the floor was a target)"
+    if not rec.get("enabled", True):
+        return (f"UNDETECTED FLOOR OFF (opt-out): a secret nobody declared or detected, in k = {rec.get('k', 1)} "
+                f"example(s), gets bound {rec.get('achieved_bound', 1.0):.3g} (no target)")
+    ach = rec.get("achieved_bound")
+    return (f"undetected floor: a secret nobody declared or detected in k = {rec['k']} untied example(s) "
+            f"gets bound {ach:.3g} ≤ r = {rec['r']:g} at p = {rec['p']:g} "
+            f"(σ_floor = {rec.get('sigma_floor') or 0:.4g}, ρ_u = {rec.get('rho', 0):.3g})")
+
+
+def resolve(config, override: str | None = None) -> Undetected:
+    """The floor for this run: `--undetected` (`override`) when given, else `[defaults]`'s.
+    Raises InputError for a malformed override."""
+    from repoguard.config import parse_undetected
+
+    return parse_undetected(override, config.defaults) if override is not None else config.undetected
+
+
+def plan_kwargs(target: Undetected, ledger_path, *, training=None, batch_size: float, steps: int,
+                r_run: float | None = None) -> dict:
+    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`), the ledger's
+    runs without a floor account (`legacy_runs`) and, for `[training] phases = 2` with
+    phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for."""
+    phase1 = None
+    if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
+        phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
+    return {"floor": target, "floor_r_run": r_run, "floor_legacy": tuple(legacy_runs(ledger_path, target)),
+            "phase1": phase1}
