@@ -355,7 +355,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         except Infeasible:
             kl_sigma = float("inf")
         if enforce and math.isfinite(kl_sigma):
-            kl_sigma = max(kl_sigma, acct.sigma(rho_u, method="kl"))
+            kl_sigma = max(kl_sigma, acct.sigma(rho_u, method="kl", strict=False))
         extra["sigma_paper_kl"] = kl_sigma
         extra["sigma_ratio_kl_over_this"] = kl_sigma / cal.sigma if math.isfinite(kl_sigma) else None
     else:
@@ -481,7 +481,7 @@ def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacen
                               alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
     except Infeasible:
         return float("inf")
-    return max(sig, floor.sigma(batch_size / n_train)) if floor is not None else sig
+    return max(sig, floor.sigma(batch_size / n_train, strict=False)) if floor is not None else sig
 
 
 def _json_safe(obj):

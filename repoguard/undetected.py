@@ -92,9 +92,10 @@ class FloorAccount:
     def calibrate_args(self) -> dict:
         return {"spent_kl": self.skl, "spent_renyi": self.sre, "spent_pairs": [self.history]}
 
-    def sigma(self, rho_u: float, method: str | None = None) -> float:
-        """σ_floor at ρ_u (0 when ρ_u = 0: no untied example is ever sampled). Raises PolicyError
-        when no σ ≤ 1e6 meets the floor (its budget spent by earlier runs)."""
+    def sigma(self, rho_u: float, method: str | None = None, *, strict: bool = True) -> float:
+        """σ_floor at ρ_u (0 when ρ_u = 0: no untied example is ever sampled), by `method`
+        (default the plan's accountant). Raises PolicyError when no σ ≤ 1e6 meets the floor (its
+        budget spent by earlier runs), or returns +inf with `strict=False` (comparison figures)."""
         from repoguard.accounting.calibrate import Infeasible, calibrate
 
         if not rho_u > 0:
@@ -104,6 +105,8 @@ class FloorAccount:
                                    method=method or self.method, adjacency=self.adjacency, alphas=self.alphas,
                                    **self.calibrate_args()).sigma)
         except Infeasible:
+            if not strict:
+                return math.inf
             raise PolicyError(infeasible_message(self.target)) from None
 
     def reserve_phase1(self, rho1: float, steps1: int) -> dict:

@@ -66,13 +66,31 @@ def test_plan_writes_a_consistent_plan(project, capsys):
 
 def test_sweep_picks_max_signal_to_noise(project, capsys):
     root, out = project
-    code, doc, _ = _plan(capsys, root, out, "--sweep", "--accountant", "kl", "--cap", "gdp")
+    code, doc, _ = _plan(capsys, root, out, "--sweep", "--accountant", "kl", "--cap", "gdp", "--undetected", "off")
     assert code == 0
     rows = doc["sweep"]
     assert [r["c"] for r in rows] == [2.0 ** k for k in range(-6, 5)]
     best = max(rows, key=lambda r: r["score"] or 0)
     assert doc["c"] == best["c"]
     assert all(r["score"] == pytest.approx(r["sum_w"] / r["sigma"]) for r in rows if r["sigma"])
+    assert doc["undetected_floor"]["enabled"] is False and "floor_bought" not in (doc.get("floor_bought") or {})
+
+
+def test_sweep_with_the_floor_raises_c_within_its_sigma(project, capsys):
+    """With the floor on, the rule's c is raised to the largest c whose σ(c) stays within σ(c*)
+    (issue 26): more tied weight at the same noise."""
+    root, out = project
+    code, doc, _ = _plan(capsys, root, out, "--sweep", "--batch-size", "8", "--steps", "20")
+    assert code == 0
+    rows = doc["sweep"]
+    best = max(rows, key=lambda r: r["score"] or 0)
+    fl = doc["undetected_floor"]
+    assert fl["enabled"] and fl["meets_r"] and fl["achieved_bound"] <= fl["r"] * (1 + 1e-9)
+    assert doc["sigma"] >= fl["sigma_floor"] * (1 - 1e-9)
+    assert doc["c"] >= best["c"] and doc["sigma"] <= best["sigma"] * (1 + 1e-5)
+    assert all(r["sigma"] >= (r["sigma_secrets"] or 0) * (1 - 1e-9) for r in rows)
+    bought = doc["floor_bought"]
+    assert bought["tied_sum_w"] >= bought["tied_sum_w_without_floor"] - 1e-9
 
 
 def test_batch_too_large_is_an_input_error(project, capsys):
@@ -87,17 +105,37 @@ def test_missing_incidence(tmp_path, capsys):
     assert main(["plan", str(tmp_path), "--out", str(tmp_path / "nothing"), "-q"]) == 2
 
 
+def test_the_floor_composes_across_runs_like_a_secret(project, capsys):
+    """The floor has a ledger account: a run that spent it leaves the next plan less room, and a
+    plan that cannot keep it within r is refused naming the floor (issue 26)."""
+    root, out = project
+    code, first, _ = _plan(capsys, root, out, "--c", "1", "--undetected", "k=1,r=1e-3")
+    assert code == 0
+    plan = load_plan(out)
+    entry = record_run(out / "ledger.jsonl", plan, run_id="run-1", steps_completed=plan.steps, status="completed")
+    assert entry["floor"]["account"] == "@undetected:k=1" and entry["floor"]["enabled"] is True
+    assert "@undetected:k=1" in entry["secrets"]
+    # a looser floor still fits on top of run 1, with more noise than run 1 alone needed
+    code, second, err = _plan(capsys, root, out, "--c", "1", "--undetected", "k=1,r=1e-2")
+    assert code == 0, err
+    assert second["undetected_floor"]["sigma_floor"] > 0
+    # run 1's floor spending alone is near r = 1e-3: the same floor once more cannot be met
+    record_run(out / "ledger.jsonl", plan, run_id="run-2", steps_completed=plan.steps, status="completed")
+    code, _, err = _plan(capsys, root, out, "--c", "1", "--undetected", "k=1,r=1e-3")
+    assert code == 1 and "undetected floor" in err and "budget" in err
+
+
 def test_ledger_makes_bounds_cumulative_and_refuses_when_spent(project, capsys):
     root, out = project
-    code, first, _ = _plan(capsys, root, out, "--c", "1")
+    code, first, _ = _plan(capsys, root, out, "--c", "1", "--undetected", "off")
     plan = load_plan(out)
     record_run(out / "ledger.jsonl", plan, run_id="run-1", steps_completed=plan.steps, status="completed")
-    code, second, _ = _plan(capsys, root, out, "--c", "1")
+    code, second, _ = _plan(capsys, root, out, "--c", "1", "--undetected", "off")
     assert code == 0 and second["sigma"] > first["sigma"] * 1.05
     assert all(s["achieved_bound"] <= s["r"] for s in second["secrets"])
     # the first plan run once more: its spending twice exceeds the binding secrets' budgets
     record_run(out / "ledger.jsonl", plan, run_id="run-2", steps_completed=plan.steps, status="completed")
-    code, _, err = _plan(capsys, root, out, "--c", "1")
+    code, _, err = _plan(capsys, root, out, "--c", "1", "--undetected", "off")
     assert code == 1
     assert "sec-" in err and "spent" in err and first["binding_secret"] in err
 
