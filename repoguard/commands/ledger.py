@@ -55,7 +55,7 @@ def run(args) -> int:
 
     insecure = insecure_history(path)     # secrets an insecure-reproducible run trained: no guarantee
     runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
-                                   "steps_completed", "plan_digest", "randomness")} for e in read_entries(path)]
+                                   "steps_completed", "plan_digest", "randomness", "floor")} for e in read_entries(path)]
     if args.json:
         print_json({"ledger": str(path), "runs": runs, "insecure": insecure,
                     "spent": {k: {"kl": v[0], "renyi": v[1], "insecure_runs": insecure.get(k, [])}
@@ -66,17 +66,18 @@ def run(args) -> int:
 
         con = make_console()
         t = Table(title=f"runs in {path}")
-        for col in ("#", "run", "time", "status", "σ", "B", "steps"):
+        for col in ("#", "run", "time", "status", "σ", "B", "steps", "undetected floor"):
             t.add_column(col)
         for r in runs:
             t.add_row(str(r["seq"]), str(r["run_id"]), str(r["time"]), str(r["status"]), f"{r['sigma']:.4g}",
-                      f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}")
+                      f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}", _floor_cell(r.get("floor")))
         con.print(t)
         t = Table(title="spent per secret (sum over runs)")
         for col in ("secret", "KL (nats)", "Rényi orders recorded"):
             t.add_column(col)
         for k, (kl, ren) in sorted(totals.items()):
-            t.add_row(k, f"{kl:.4g}", str(len(ren)))
+            t.add_row(k + (" (undetected-secret floor)" if k.startswith("@undetected") else ""), f"{kl:.4g}",
+                      str(len(ren)))
         con.print(t)
         for line in insecure_lines(insecure):
             con.print(line, markup=False, style="bold red")
@@ -136,3 +137,14 @@ def _print_exposures(con, exp: dict) -> None:
         t.add_row(x["secret"], x["run_id"], x["time"], str(x["n_examples"]), ", ".join(x["examples"][:2]),
                   "yes" if x["acknowledged"] else "NO")
     con.print(t)
+
+
+def _floor_cell(fl: dict | None) -> str:
+    """A run's undetected-secret floor: its bound and target, "OFF (opt-out)", or "—" for a run
+    recorded before the floor had an account."""
+    if not fl:
+        return "— (not recorded)"
+    b = fl.get("achieved_bound")
+    shown = f"{b:.3g}" if isinstance(b, (int, float)) else "?"
+    return f"OFF (opt-out), k = {fl.get('k')}: {shown}" if not fl.get("enabled", True) else \
+        f"k = {fl.get('k')}: {shown} ≤ {fl.get('r'):g}"

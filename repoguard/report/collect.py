@@ -208,7 +208,9 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
                        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
                        "exposures": plan.extra.get("exposures", []),
-                       "n_train": int((~plan.test_mask).sum())}
+                       "n_train": int((~plan.test_mask).sum()),
+                       "undetected_floor": plan.extra.get("undetected_floor"),
+                       "floor_bought": plan.extra.get("floor_bought")}
         doc["secrets"] = _secrets(plan, doc["ledger"], ev_counts, no_privacy=doc["no_privacy"] is not None)
         doc["sweep"] = [{k: r.get(k) for k in ("c", "frac_positive", "sum_w", "sigma", "score")}
                         for r in plan.extra.get("sweep", [])]

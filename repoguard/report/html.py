@@ -82,6 +82,8 @@ def _summary(doc: dict) -> str:
     elif pr.get("private"):   # where the batches and the noise came from (training.randomness)
         cards.append(_card("batches and noise", "INSECURE: reproducible test run, no guarantee"
                            if pr.get("insecure_reproducible") else "OS entropy (secret)"))
+    if p:
+        cards.append(_floor_card(p.get("undetected_floor")))
     if p and p.get("exposures"):
         cards.append(_card("exposed by a clear phase (bound 1)",
                            ", ".join(sorted({_e(x["secret"]) for x in p["exposures"]}))))
@@ -95,6 +97,17 @@ def _summary(doc: dict) -> str:
     banner = (f'<p style="background:#ffebe9;border:2px solid #cf222e;padding:8px;font-size:18px"><b>'
               f'{_e(doc["no_privacy"])}</b></p>' if doc.get("no_privacy") else "")
     return f'{banner}<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>'
+
+
+def _floor_card(fl: dict | None) -> str:
+    """The undetected-secret floor (issue 26): target and achieved bound, or the opt-out in red."""
+    if not fl:
+        return _card("undetected floor", "not computed (older plan)")
+    if not fl.get("enabled", True):
+        return _card("undetected floor", f'OFF (opt-out): a secret nobody found in k = {fl.get("k", 1)} example(s) '
+                     f'gets bound {_num(fl.get("achieved_bound"), ".3g")}, no target')
+    return _card("undetected floor", f'k = {fl["k"]}: {_num(fl.get("achieved_bound"), ".3g")} ≤ r = {fl["r"]:g} '
+                 f'(p = {fl["p"]:g}; σ_floor {_num(fl.get("sigma_floor"), ".3g")})')
 
 
 def _findings(f: dict | None) -> str:

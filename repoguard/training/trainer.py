@@ -506,4 +506,20 @@ def _privacy_report(plan, settings: TrainSettings, *, run_id: str, steps_complet
         "secrets": [{"id": s.id, "p": s.p, "r": s.r,
                      "achieved_bound": s.achieved_bound if private else None,
                      "binding": s.binding if private else "none (--no-dp)"} for s in plan.secrets],
+        "undetected_floor": _floor_report(plan, private),
     }
+
+
+def _floor_report(plan, private: bool) -> dict | None:
+    """The undetected-secret floor this run gives (issue 26): the plan's target and achieved
+    bound; the opt-out and --no-dp are said in words (`note`)."""
+    fl = (getattr(plan, "extra", None) or {}).get("undetected_floor")
+    if not fl or (plan.extra or {}).get("phase") == 1:
+        return None
+    rec = {k: fl.get(k) for k in ("k", "p", "r", "enabled", "achieved_bound", "sigma_floor", "meets_r")}
+    if not private:
+        rec.update(achieved_bound=1.0, meets_r=False, note="--no-dp: no bound for a secret nobody declared")
+    elif not fl.get("enabled", True):
+        rec["note"] = ("UNDETECTED FLOOR OFF (opt-out): a secret nobody declared or detected gets "
+                       f"bound {fl.get('achieved_bound', 1.0):.3g}, no target")
+    return rec
