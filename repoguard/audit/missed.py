@@ -227,7 +227,7 @@ def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_
                       "a DP run's P[exposure >= e] <= tail_bound(e) [Hush Lemma 3.2 at prior 2^-e, phases "
                       "composed]; predicted_exposure_95 = the smallest e with tail bound <= 0.05; no-dp, drop and "
                       "clear phases have no bound (null); exposure_sampled saturates at log2(N+1)"}
-    if doc["floor_off"]:
+    if doc["floor_off"] and not doc["floor_status"].startswith("UNDETECTED FLOOR OFF"):
         doc["floor_status"] = "UNDETECTED FLOOR OFF: " + doc["floor_status"]
     atomic_write_json(out / "audit" / "missed-canaries.json", doc)
     return doc
