@@ -268,35 +268,3 @@ def test_compare_two_phase_arms(planned):
     assert got["two-phase-noised"]["phase1"]["sigma"] > 0 and got["two-phase-noised"]["undetected_floor"]["1"] < 1
     assert "two-phase (+2 public)" in format_table(doc)
     assert not (out / "ledger.jsonl").exists()
-
-
-def test_missed_canary_audit_plants_in_public_examples_only(planned):
-    from repoguard.audit.missed import RUNS, run_missed_canary_audit
-    from repoguard.config import TrainingConfig
-
-    out, plan, inc, _texts = planned
-    cfg = TrainingConfig(max_length=32, learning_rate=2e-2, micro_batch_size=8)
-    doc = run_missed_canary_audit(out=out, root=out.parent, cfg=cfg, n_insert=2, n_references=100, phase1_steps=2,
-                                  floor=(1e-4, 0.05), tiny_size=TINY)
-    public = set(e for e, p in zip(plan.example_ids, _setup(planned).public) if p)
-    assert len(doc["inserted_examples"]) == 2 and set(doc["inserted_examples"]) <= public
-    assert list(doc["runs"]) == list(RUNS) and doc["phase1_steps"] == 2
-    clear, noised = doc["runs"]["two-phase-clear"], doc["runs"]["two-phase-noised"]
-    assert clear["phase1"]["sigma"] == 0 and noised["phase1"]["sigma"] > 0
-    for r in doc["runs"].values():
-        assert 0 <= r["exposure_sampled"] <= np.log2(101) + 1e-9
-    if clear["exposure_sampled"] > 0:
-        assert clear["tail_bound_sampled"] == 1.0                          # clear phase: no bound
-    # The tail bound at exposure e: the plan's pair alone ≤ phase 1's composed with it < clear's 1.
-    from repoguard.audit.missed import _tail
-    two = (np.full(2, plan.rho[setup_rows(plan, doc)].max()), plan.sigma, T)
-    one = (np.full(2, noised["phase1"]["rho"]), noised["phase1"]["sigma"], 2)
-    hush_b, both_b = _tail([two], 4.0, plan.adjacency), _tail([one, two], 4.0, plan.adjacency)
-    assert 2.0 ** -4 <= hush_b <= both_b < _tail([(one[0], 0.0, 2), two], 4.0, plan.adjacency) == 1.0
-    text = (out / "audit" / "missed-canaries.json").read_text()
-    assert doc["canary_redacted"].endswith("…") and len(doc["canary_sha256"]) == 64
-    assert '"canary":' not in text
-
-
-def setup_rows(plan, doc):
-    return [plan.example_ids.index(e) for e in doc["inserted_examples"]]

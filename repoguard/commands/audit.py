@@ -39,10 +39,15 @@ def register(parser) -> None:
     _common_flags(c)
     c.add_argument("--secret", default=None, metavar="ID", help="the secret whose examples carry the canary")
     c.add_argument("--missed", action="store_true",
-                   help="plant the canary in examples tied to no secret (a missed secret) and compare hush, "
-                        "two-phase clear and two-phase noised [JFT §5] (writes OUT/audit/missed-canaries.json)")
+                   help="plant the canary in examples tied to no secret (a missed secret): its exposure under "
+                        "hush, no-dp and drop (and two-phase-noised when the plan reserved σ₁) against the "
+                        "undetected floor's predicted ceiling [JFT §5] (writes OUT/audit/missed-canaries.json)")
+    c.add_argument("--runs", default=None, metavar="NAMES",
+                   help="--missed: comma-separated runs among hush, no-dp, drop, two-phase-noised, "
+                        "two-phase-clear (floor off only); default hush,no-dp,drop[,two-phase-noised]")
     c.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
-                   help="--missed: phase-1 steps of the two-phase runs (default: [training] phase1_steps, else T)")
+                   help="--missed: phase-1 steps of the two-phase runs (default: the plan's phase-1 reservation, "
+                        "else [training] phase1_steps, else T)")
     c.add_argument("--insert", type=int, default=None, metavar="N",
                    help="examples that carry the canary (default: all of the secret's examples with ρ > 0)")
     c.add_argument("--references", type=int, default=10_000, metavar="N",
@@ -100,6 +105,8 @@ def run(args) -> int:
 
         if not 1 <= args.digits <= 64 or not args.name.isidentifier():
             raise InputError("--name must be an identifier and --digits in 1..64")
+        if not args.missed and (args.runs is not None or args.phase1_steps is not None):
+            raise InputError("--runs and --phase1-steps go with --missed")
         if args.missed:
             return _missed(args, common, CanaryFormat(name=args.name, length=args.digits),
                            (config.defaults.p, config.defaults.r), log, quiet)
@@ -186,14 +193,19 @@ def _missed(args, common: dict, fmt, floor, log, quiet) -> int:
     if args.phase1_steps is not None and args.phase1_steps < 1:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
     common = {k: v for k, v in common.items() if k != "noise_seed"}
+    runs = None if args.runs is None else tuple(r.strip() for r in args.runs.split(",") if r.strip())
     doc = run_missed_canary_audit(n_insert=args.insert or 1, n_references=args.references, fmt=fmt, floor=floor,
-                                  phase1_steps=args.phase1_steps, **common)
+                                  phase1_steps=args.phase1_steps, runs=runs, **common)
     if args.json:
         print_json(doc)
     elif not quiet:
-        for label, r in doc["runs"].items():
-            log.info("%-17s exposure %.2f bits (sampled) / %.2f bits (skew-normal) of %g; P[exposure ≥ e] ≤ %.3g",
-                     label, r["exposure_sampled"], r["exposure_skewnorm"], doc["log2_space_size"],
-                     r["tail_bound_sampled"])
+        from repoguard.audit.missed import table_lines
+
+        (log.warning if doc["floor_off"] else log.info)("%s", doc["floor_status"])
+        log.info("canary in %d untied example(s) (ρ = %s); exposure sampled / skew-normal, %d references; "
+                 "ceiling: P[exposure ≥ ceiling] ≤ %g under the run's DP pair", doc["n_inserted"],
+                 ", ".join(f"{x:.3g}" for x in doc["rho_inserted_plan"]), doc["n_references"], doc["level"])
+        for line in table_lines(doc):
+            log.info("%s", line)
         log.info("→ %s", common["out"] / "audit" / "missed-canaries.json")
     return 0
