@@ -392,25 +392,42 @@ def _pick_without_floor(rows) -> float | None:
         return None
 
 
-def _raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, iters: int = 6) -> float:
-    """The largest c ≥ `chosen` whose σ(c) stays within σ(chosen) (relative 1e-6), by bisection on
-    log c between `chosen` and the next swept c above it; every tried c is added to `results`
-    (c → (lp, ρ, cal)) and logged in `log` as {"c", "sum_w", "sigma", "kept"}."""
+def _raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, iters: int = 5,
+             extend: int = 6) -> float:
+    """The largest c ≥ `chosen` whose σ(c) stays within σ(chosen) (relative 1e-6): bisection on
+    log c between `chosen` and the next swept c above it; when `chosen` is the largest swept c
+    (the floor still sets σ there), c is first doubled up to `extend` times until σ(c) exceeds
+    the budget. Every kept c is added to `results` (c → (lp, ρ, cal)); every tried c is logged
+    in `log` as {"c", "sum_w", "sigma", "kept"}."""
     budget = next(r.sigma for r in rows if r.c == chosen) * (1 + 1e-6)
-    above = sorted(r.c for r in rows if r.c > chosen)
-    if not above:
-        return chosen
-    lo, hi = chosen, above[0]
-    if next(r.sigma for r in rows if r.c == hi) <= budget:
-        return chosen                 # ties went to the smaller c: keep the rule's choice
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        lp, rho, cal = run(mid, None)
+
+    def attempt(cval: float) -> bool:
+        lp, rho, cal = run(cval, None)
         sig = row_sigma(cal, rho)
         kept = sig <= budget and float(lp.w.sum()) >= float(results[lo][0].w.sum())
-        log.append({"c": mid, "sum_w": float(lp.w.sum()), "sigma": sig, "kept": kept})
+        log.append({"c": cval, "sum_w": float(lp.w.sum()), "sigma": sig, "kept": kept})
         if kept:
-            results[mid] = (lp, rho, cal)
+            results[cval] = (lp, rho, cal)
+        return kept
+
+    lo = chosen
+    above = sorted(r.c for r in rows if r.c > chosen)
+    if above:
+        hi = above[0]
+        if next(r.sigma for r in rows if r.c == hi) <= budget:
+            return chosen             # ties went to the smaller c: keep the rule's choice
+    else:
+        hi = None
+        for _ in range(extend):
+            if not attempt(lo * 2):
+                hi = lo * 2
+                break
+            lo *= 2
+        if hi is None:
+            return lo
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if attempt(mid):
             lo = mid
         else:
             hi = mid
