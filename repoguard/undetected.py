@@ -210,6 +210,9 @@ def describe(rec: dict | None) -> str:
         return (f"UNDETECTED FLOOR OFF (opt-out): a secret nobody declared or detected, in k = {rec.get('k', 1)} "
                 f"example(s), gets bound {rec.get('achieved_bound', 1.0):.3g} (no target)")
     ach = rec.get("achieved_bound")
+    if rec.get("insecure_runs"):
+        return (f"undetected floor: INSECURE — insecure-reproducible run(s) {', '.join(rec['insecure_runs'][:3])} "
+                f"trained the untied examples: the floor's bound {ach:.3g} does not hold against whoever knows the seed")
     return (f"undetected floor: a secret nobody declared or detected in k = {rec['k']} untied example(s) "
             f"gets bound {ach:.3g} ≤ r = {rec['r']:g} at p = {rec['p']:g} "
             f"(σ_floor = {rec.get('sigma_floor') or 0:.4g}, ρ_u = {rec.get('rho', 0):.3g})")

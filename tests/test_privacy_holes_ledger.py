@@ -185,9 +185,11 @@ def test_insecure_run_marks_later_plans_reports_and_ledger_show(repo, capsys):
     pr = json.loads((out / "train" / "privacy_report.json").read_text())
     assert pr["randomness"] == "os-entropy" and len(_runs(out)) == 2
     assert json.loads((out / "plan" / "plan.json").read_text())["extra"]["insecure_runs"] == marked
+    floor = json.loads((out / "plan" / "plan.json").read_text())["extra"]["undetected_floor"]
+    assert floor["insecure_runs"] == [insecure_run]           # the floor's account was trained too
     rc, text, _ = _cli(capsys, "ledger", "show", "--json", str(repo))
     shown = json.loads(text)
-    assert rc == 0 and shown["insecure"] == marked
+    assert rc == 0 and shown["insecure"] == {**marked, "@undetected:k=1": [insecure_run]}
     assert all(shown["spent"][k]["insecure_runs"] == [insecure_run] for k in marked)
     rc, _, err = _cli(capsys, "report", str(repo))
     assert rc == 0 and "INSECURE" in err

@@ -49,10 +49,15 @@ def insecure_history(ledger_path: str | Path) -> dict[str, list[str]]:
 
 def mark_insecure(plan, ledger_path: str | Path) -> dict[str, list[str]]:
     """Record in `plan.extra["insecure_runs"]` the plan's secrets with an insecure-reproducible run
-    in their history ({secret: [run ids]}; `insecure_history`); returns it."""
+    in their history ({secret: [run ids]}; `insecure_history`); returns it. The undetected floor's
+    account gets the same mark in `plan.extra["undetected_floor"]["insecure_runs"]`."""
     hist = insecure_history(ledger_path)
     ids = {s.id for s in plan.secrets}
     plan.extra["insecure_runs"] = {k: v for k, v in sorted(hist.items()) if k in ids}
+    floor = plan.extra.get("undetected_floor") or {}
+    acct = (floor.get("account") or {}).get("id")
+    if acct and hist.get(acct):          # the floor's own account (`undetected.py`): no guarantee either
+        floor["insecure_runs"] = hist[acct]
     return plan.extra["insecure_runs"]
 
 
