@@ -135,7 +135,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
     incidence = load_incidence(out)
     und = as_undetected(floor) if floor is not None else base_floor(base_plan)
-    levels = parse_floors(",".join(map(repr, floors)), und.p) if floors else None
+    levels = parse_floors(",".join(str(float(x)) for x in floors), und.p) if floors else None
     total = steps or base_plan.steps
     if not 1 <= total <= base_plan.steps:
         # σ of every private arm is calibrated for the plan's T: more steps would spend more than
