@@ -166,16 +166,18 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                      f'r ∈ {{{", ".join(f"{x:g}" for x in lv["r"])}}} (k = {lv["k"]}, p = {lv["p"]:g}; declared targets '
                      'unchanged): x is the floor bound the arm achieves (a secret nobody declared, living in k '
                      'untied examples; lower is safer), y its held-out public loss (lower is better). The '
-                     'references meet no floor (bound 1) and are drawn as dashed lines at their loss.</p>')
+                     'references meet no floor (bound 1) and are drawn as dashed lines at their loss. An arm whose points '
+                     'share one x is one the floor does not bind: its σ is set by the declared secrets, and its '
+                     'bound sits below every level.</p>')
         parts.append(svg if svg else '<p class="muted">(floor sweep: no data)</p>')
         parts.append("<ul>" + "".join(f"<li>{e(best_sentence(b))}</li>" for b in lv.get("best") or []) + "</ul>")
         lrows = []
-        for name, pts in lv["arms"].items():
+        for name, pts in _ordered(lv["arms"]):
             for x in pts:
                 lrows.append([td(name), td(x["r"], True, "g"), td(x.get("sigma"), True, ".4g"),
                               td(x.get("floor_bound"), True, ".2g"), td(x.get("public_loss"), True, ".3f"),
                               td("yes" if x.get("meets_floor") else "NO" if x.get("meets_floor") is False else "—")])
-        for name, ref in lv["references"].items():
+        for name, ref in _ordered(lv["references"]):
             lrows.append([td(f"{name} (reference)"), td("no floor"), td(ref.get("sigma"), True, ".4g"),
                           td(ref.get("floor_bound"), True, ".2g"), td(ref.get("public_loss"), True, ".3f"), td("no")])
         parts.append(table(["arm", "floor r", "σ", "floor bound", "public loss", "meets floor"], lrows))
@@ -200,6 +202,14 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                           td(f'{what}{r.get("path")}:{r.get("start_line")}'), td(r.get("prefix"))])
         parts.append(table(["no-dp rank", "score", "hush rank", "score", "secrets", "example", "prefix (redacted)"], rrows))
     return "".join(parts)
+
+
+def _ordered(d: dict) -> list[tuple]:
+    """`d`'s items in `ARMS` order (compare.json is written with sorted keys)."""
+    from repoguard.evaluation.compare import ARMS
+
+    rank = {a: i for i, a in enumerate(ARMS)}
+    return sorted(d.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
 
 
 def _cells(m: dict | None, td) -> list[str]:

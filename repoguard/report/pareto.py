@@ -17,7 +17,7 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e3
 REF_COLORS = ("#555555", "#999999", "#bcbd22", "#7f7f7f")
 MARKERS = ("circle", "square", "triangle", "diamond", "circle", "square", "triangle", "diamond")
 W, H = 860, 460
-LEFT, RIGHT, TOP, BOTTOM = 72, 270, 44, 58
+LEFT, RIGHT, TOP, BOTTOM = 72, 270, 58, 58
 
 
 def _e(x) -> str:
@@ -66,14 +66,18 @@ def pareto_svg(levels: dict) -> str | None:
     "arms" {arm: [{"r", "floor_bound", "public_loss", "meets_floor"}]}, "references" {arm:
     {"public_loss", "floor_bound"}}) as an `<svg>` element string; None when no point has both
     a bound and a loss. Points of an arm that fails its floor are drawn hollow."""
+    from repoguard.evaluation.compare import ARMS
+
+    rank = {a: i for i, a in enumerate(ARMS)}
     series = []
-    for name, pts in (levels.get("arms") or {}).items():
+    for name, pts in sorted((levels.get("arms") or {}).items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
         good = sorted(((float(p["floor_bound"]), float(p["public_loss"]), p.get("meets_floor") is not False,
                         float(p["r"])) for p in pts if p.get("floor_bound") and p.get("public_loss") is not None),
                       key=lambda t: t[3])
         if good:
             series.append((name, good))
-    refs = [(n, float(v["public_loss"])) for n, v in (levels.get("references") or {}).items()
+    refs = [(n, float(v["public_loss"])) for n, v in sorted((levels.get("references") or {}).items(),
+                                                              key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
             if v.get("public_loss") is not None]
     if not series:
         return None
@@ -84,7 +88,7 @@ def pareto_svg(levels: dict) -> str | None:
     if lx1 - lx0 < 2:
         lx0 = lx1 - 2
     y0, y1 = min(ys), max(ys)
-    pad = max(0.08 * (y1 - y0), 0.02 * max(abs(y1), 1e-9))
+    pad = 0.12 * (y1 - y0) if y1 > y0 else 0.01 * max(abs(y1), 1e-9)
     y0, y1 = y0 - pad, y1 + pad
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
 
@@ -97,7 +101,7 @@ def pareto_svg(levels: dict) -> str | None:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
            'role="img" aria-label="Pareto plot: undetected-floor bound against held-out public loss per arm" '
            'style="font:12px system-ui,sans-serif;background:#fff;border:1px solid #d0d7de">']
-    out.append(f'<text x="{LEFT + pw / 2:.0f}" y="22" text-anchor="middle" font-size="14" font-weight="600">'
+    out.append(f'<text x="{LEFT + pw / 2:.0f}" y="18" text-anchor="middle" font-size="14" font-weight="600">'
                f'Undetected floor (k = {_e(levels.get("k", 1))}, p = {p:g}) against held-out public loss</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#8c959f"/>')
     step = 1 if lx1 - lx0 <= 8 else 2
@@ -111,11 +115,16 @@ def pareto_svg(levels: dict) -> str | None:
         y = Y(t)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + pw}" y2="{y:.1f}" stroke="#eaeef2"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{t:.4g}</text>')
-    for r in levels.get("r") or []:
-        x = X(float(r))
+    last_x, row = -1e9, 0
+    for r in sorted(float(x) for x in levels.get("r") or []):
+        x = X(r)
         out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + ph}" stroke="#57606a" '
                    'stroke-dasharray="2,3"/>')
-        out.append(f'<text x="{x + 3:.1f}" y="{TOP + 12}" fill="#57606a" font-size="11">r = {float(r):g}</text>')
+        # labels above the frame, clear of the data; a close neighbour goes one row up
+        row = 1 - row if x - last_x < 48 else 0
+        last_x = x
+        out.append(f'<text x="{x:.1f}" y="{TOP - 5 - 12 * row}" fill="#57606a" font-size="10.5" '
+                   f'text-anchor="middle">r = {r:g}</text>')
     out.append(f'<text x="{LEFT + pw / 2:.0f}" y="{H - 16}" text-anchor="middle">floor bound: posterior bound of '
                'a secret nobody declared (log scale; ≤ r = meets the floor)</text>')
     out.append(f'<text x="16" y="{TOP + ph / 2:.0f}" text-anchor="middle" transform="rotate(-90 16 '
