@@ -39,8 +39,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError
 
@@ -428,7 +426,8 @@ def format_table(doc: dict) -> str:
     k = (doc.get("floor") or {}).get("k", 1)
     head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", f"floor k={k}",
             "protection", "s")
-    rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")), "—", "—", "—", "—")]
+    rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")),
+             "—", "—", "—", "—")]
     for name, r in doc["arms"].items():
         fb = (r.get("floor") or {}).get("bound")
         if fb is None:
@@ -469,7 +468,8 @@ def best_sentence(b: dict) -> str:
     """'At floor r = …: lowest held-out public loss: ARM (LOSS).' for one level of the sweep."""
     if not b.get("arm"):
         return f"At floor r = {b['r']:g}: no protected arm meets the floor."
-    return f"At floor r = {b['r']:g}: lowest held-out public loss among arms meeting it: {b['arm']} ({b['public_loss']:.3f})."
+    return (f"At floor r = {b['r']:g}: lowest held-out public loss among arms meeting it: {b['arm']} "
+            f"({b['public_loss']:.3f}).")
 
 
 def _f3(x) -> str:

@@ -121,7 +121,8 @@ def _split(base_plan):
 
     h = base_plan.extra.get("holdout") or {}
     return Split(test=base_plan.test_mask, files=(), fraction=float(h.get("fraction") or 0.0),
-                 min_files=int(h.get("min_files") or 0), salt=str(h.get("salt") or ""), digest=str(h.get("digest") or ""))
+                 min_files=int(h.get("min_files") or 0), salt=str(h.get("salt") or ""),
+                 digest=str(h.get("digest") or ""))
 
 
 def base_floor(base_plan, defaults=None):

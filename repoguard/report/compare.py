@@ -163,12 +163,13 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
 
         svg = pareto_svg(lv)
         parts.append('<h3>Floor levels: the Pareto picture</h3><p>Each protected arm trained at every floor level '
-                     f'r ∈ {{{", ".join(f"{x:g}" for x in lv["r"])}}} (k = {lv["k"]}, p = {lv["p"]:g}; declared targets '
-                     'unchanged): x is the floor bound the arm achieves (a secret nobody declared, living in k '
-                     'untied examples; lower is safer), y its held-out public loss (lower is better). The '
-                     'references meet no floor (bound 1) and are drawn as dashed lines at their loss. An arm whose points '
-                     'share one x is one the floor does not bind: its σ is set by the declared secrets, and its '
-                     'bound sits below every level.</p>')
+                     f'r ∈ {{{", ".join(f"{x:g}" for x in lv["r"])}}} (k = {lv["k"]}, p = {lv["p"]:g}; '
+                     'declared targets unchanged): x is the floor bound the arm achieves (a secret nobody declared, '
+                     'living in k untied examples; lower is safer), y its held-out public loss (lower is better). '
+                     'The references meet no floor (bound 1) and are drawn as dashed lines at their loss. An arm '
+                     'whose points share one x is one the floor does not bind: its σ is set by the declared '
+                     'secrets, and its bound sits below every level. One training run per point, with fresh '
+                     'randomness: repeat compare before reading small differences in loss.</p>')
         parts.append(svg if svg else '<p class="muted">(floor sweep: no data)</p>')
         parts.append("<ul>" + "".join(f"<li>{e(best_sentence(b))}</li>" for b in lv.get("best") or []) + "</ul>")
         lrows = []

@@ -140,7 +140,7 @@ def pareto_svg(levels: dict) -> str | None:
     for i, (name, pts) in enumerate(series):
         color, mk = COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]
         coords = [(X(max(b, p)), Y(v), ok) for b, v, ok, _r in pts]
-        if len(coords) > 1:
+        if len({round(x, 1) for x, _, _ in coords}) > 1:       # one x: the floor does not bind; no line
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
                        + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in coords) + '"/>')
         for x, y, ok in coords:
