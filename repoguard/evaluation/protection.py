@@ -57,9 +57,11 @@ class LedgerSnapshot:
     runs: int = 0
 
     def record(self) -> dict:
-        """JSON summary: {"head", "runs", "secrets_spent", "floor_legacy_runs"}."""
+        """JSON summary: {"head", "runs", "secrets_spent" (how many secrets have spent something),
+        "floor_accounts" (the floor accounts with spending, e.g. "@undetected:k=1"),
+        "floor_legacy_runs" (runs counted at ρ = 1 for the floor)}."""
         return {"head": self.head, "runs": self.runs,
-                "secrets_spent": sorted(k for k in self.spent if not k.startswith("@")),
+                "secrets_spent": sum(1 for k in self.spent if not k.startswith("@")),
                 "floor_accounts": sorted(k for k in self.spent if k.startswith("@")),
                 "floor_legacy_runs": len(self.legacy)}
 
