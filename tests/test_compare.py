@@ -161,3 +161,173 @@ def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, 
     assert main(["compare", "--steps", str(T + 1), str(repo)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"1..{T}" in err[0]
+
+
+# ---- equal protection (issue 26): the same targets, floor and ledger state for every arm -------
+def _np_oracle(parts, p: float, h: float = 1e-3) -> float:
+    """Independent Neyman–Pearson bound min_ε e^ε p + δ(ε) of a secret in one untied example,
+    from dp_accounting's own PLD of each Poisson-subsampled Gaussian part (ρ, σ, T) (connect the
+    dots, FFT self-composition, parts composed), both adjacency directions (its δ is the max)."""
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    pld = None
+    for rho, sigma, steps in parts:
+        one = pldm.from_gaussian_mechanism(standard_deviation=sigma, sensitivity=1.0, sampling_prob=rho,
+                                           value_discretization_interval=h, use_connect_dots=True).self_compose(steps)
+        pld = one if pld is None else pld.compose(one)
+    eps = np.arange(0.0, np.log(1 / p) + 1.0, 2e-3)
+    return float(np.min(np.exp(eps) * p + np.asarray(pld.get_delta_for_epsilon(eps))))
+
+
+def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planned):
+    """hush, hush-kl, hush-gdp, uniform, drop-dp and two-phase-noised meet the fixture's default
+    floor (k = 1, p = 1e-10, r = 1e-3) and every declared target; dp_accounting, on each arm's ρ_u,
+    σ and T (and phase 1's ρ₁, σ₁, T₁), agrees, and fails at half the floor's σ (the check can
+    fail). The references are marked as not meeting it (bound 1: trained without noise)."""
+    from repoguard.config import Undetected
+    from repoguard.evaluation.protection import PROTECTED, REFERENCES, arm_plan
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import load_plan
+
+    _repo, out = planned
+    base, inc = load_plan(out), load_incidence(out)
+    und = Undetected(1, 1e-10, 1e-3)
+    tied = inc.matrix.getnnz(axis=1) > 0
+    for name in PROTECTED:
+        ap = arm_plan(name, base, inc, floor=und, phase1=(B, T))
+        fl, plan = ap.floor, ap.plan
+        assert ap.protected and ap.meets_floor is True, (name, fl)
+        assert fl["bound"] <= und.r * (1 + 1e-9) and fl["sigma"] == plan.sigma >= fl["sigma_floor"] * (1 - 1e-9)
+        assert fl["rho_u"] == pytest.approx(plan.rho[~tied & ~base.test_mask].max())
+        assert all(s.achieved_bound <= s.r * (1 + 1e-6) for s in plan.secrets), name   # declared targets
+        if name == "drop-dp":
+            assert np.all(plan.rho[tied] == 0) and all(s.achieved_bound == pytest.approx(s.p) for s in plan.secrets)
+        first = [(fl["phase1"]["rho"], fl["phase1"]["sigma"], fl["phase1"]["steps"])] if name == "two-phase-noised" else []
+        if name == "two-phase-noised":
+            assert first[0][1] > 0 and first[0][2] == T
+        oracle = _np_oracle(first + [(fl["rho_u"], plan.sigma, T)], und.p)
+        assert oracle <= und.r * (1 + 1e-3), (name, oracle)
+        assert fl["bound"] >= oracle * (1 - 1e-2), (name, fl["bound"], oracle)    # never more optimistic
+        half = _np_oracle(first + [(fl["rho_u"], fl["sigma_floor"] / 2, T)], und.p)
+        assert half > und.r, (name, half)
+    for name in REFERENCES:
+        ap = arm_plan(name, base, inc, floor=und, phase1=(B, T))
+        assert not ap.protected and ap.meets_floor is False and ap.floor["bound"] == 1.0, name
+    # uniform's σ is the larger of its secrets' σ and σ_floor at ρ = B/n_train: here the secrets'
+    uni = arm_plan("uniform", base, inc, floor=und)
+    assert uni.plan.sigma > uni.floor["sigma_floor"] and np.allclose(uni.plan.rho[~base.test_mask],
+                                                                     B / (~base.test_mask).sum())
+
+
+def test_floor_off_and_bad_floor_levels(planned, capsys):
+    """With the floor off, no arm claims to meet it and the title says so; --floors takes numbers
+    strictly between the floor's p and 1 (one-line errors, exit 2, before any training)."""
+    from repoguard.config import Undetected
+    from repoguard.evaluation.compare import floor_title, parse_floors
+    from repoguard.evaluation.protection import arm_plan
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import load_plan
+
+    repo, out = planned
+    base, inc = load_plan(out), load_incidence(out)
+    off = Undetected(1, 1e-10, 1e-3, enabled=False)
+    hush = arm_plan("hush", base, inc, floor=off)
+    assert hush.meets_floor is None and hush.floor["enabled"] is False
+    assert hush.plan.sigma <= arm_plan("hush", base, inc, floor=Undetected(1, 1e-10, 1e-3)).plan.sigma
+    assert floor_title({"floor": off.record(), "ledger": {}}).startswith("UNDETECTED FLOOR OFF")
+    assert parse_floors("0.1, 1e-3,1e-2", 1e-10) == (1e-3, 1e-2, 0.1)
+    capsys.readouterr()
+    for bad, what in (("abc", "not a number"), ("1e-12", "between"), ("1", "between"), ("0.5,nan", "between")):
+        assert main(["compare", "--floors", bad, str(repo)]) == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--floors" in err[0] and what in err[0], err
+
+
+def test_floor_sweep_and_pareto_report(planned):
+    """`floors`: the protected arms at each level r (σ falls and the floor bound rises with r,
+    each ≤ its r), the references once; the report draws the Pareto plot as inline SVG and says
+    which arm is lowest at each level."""
+    from repoguard.config import load_config
+    from repoguard.evaluation.compare import format_table, run_compare
+
+    repo, out = planned
+    cfg = dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training,
+                              max_length=48, learning_rate=2e-2, seed=SEED, eval_max_examples=8,
+                              eval_max_lines=2, micro_batch_size=8, eval_every=0)
+    levels = (1e-3, 1e-2, 0.1)
+    doc = run_compare(root=repo, out=out, cfg=cfg, arms=("hush", "drop-dp", "drop"), seed=SEED, steps=2,
+                      show_progress=False, risk=False, floors=levels)
+    lv = doc["levels"]
+    assert lv["r"] == list(levels) and set(lv["arms"]) == {"hush", "drop-dp"} and set(lv["references"]) == {"drop"}
+    for name, pts in lv["arms"].items():
+        assert [x["r"] for x in pts] == list(levels)
+        assert all(x["meets_floor"] and x["floor_bound"] <= x["r"] * (1 + 1e-9) for x in pts), name
+        assert all(a["sigma"] >= b["sigma"] for a, b in zip(pts, pts[1:])), name
+        assert pts[0]["sigma"] == doc["arms"][name]["sigma"]            # the main level is reused
+    assert lv["references"]["drop"]["floor_bound"] == 1.0
+    assert [b["r"] for b in lv["best"]] == list(levels) and all(b["arm"] in ("hush", "drop-dp") for b in lv["best"])
+    assert doc["floor"]["enabled"] and doc["arms"]["drop"]["meets_floor"] is False
+    assert doc["arms"]["drop"]["protection"] == "reference" and doc["arms"]["hush"]["meets_floor"] is True
+    text = format_table(doc)
+    assert text.splitlines()[0].startswith("equal protection") and "reference (no floor)" in text
+    assert "lowest held-out public loss" in text
+    assert (out / "compare" / "levels" / "hush@r=0.1.json").is_file()
+    from repoguard.report import build_report
+    page = open(build_report(out)["html"], encoding="utf-8").read()
+    sec = page[page.index('id="compare"'):]
+    assert "<svg" in sec and "Pareto" in sec and "<script" not in page
+    assert sec.count("lowest held-out public loss") == len(levels)
+    assert "reference (no floor)" in sec and "drop-dp" in sec
+
+
+def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, monorepo_module, monkeypatch):
+    """After one real `train` run is in the ledger, every arm is planned against that ledger:
+    the hush arm's σ is `build_plan`'s with that ledger (and above the fresh plan's σ), and compare
+    reads the ledger once for all arms."""
+    from repoguard.accounting import ledger as ledger_mod
+    from repoguard.config import Undetected, load_config
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.protection import arm_plan, snapshot
+    from repoguard.evaluation.split import Split
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import build_plan, load_plan
+    from repoguard.undetected import legacy_runs
+
+    repo = tmp_path / "monorepo"
+    monorepo_module.build(repo)
+    assert main(["analyze", "-q", str(repo)]) == 0
+    # The recorded run meets a 10× stricter floor, so the compare floor (r = 1e-3) keeps headroom.
+    # The KL accountant: with "best", build_plan's paper-KL diagnostic (plan.py, `sigma_paper_kl`)
+    # raises PolicyError once the floor's account has spent more KL than kl(r‖p) allows, which a
+    # run certified by the Neyman–Pearson bound at p = 1e-10 always has (reported to plan.py's owner).
+    assert main(["plan", "-q", "--batch-size", str(B), "--steps", str(T), "--c", "1", "--accountant", "kl",
+                 "--undetected", "k=1,p=1e-10,r=1e-4", str(repo)]) == 0
+    out = repo / ".repoguard"
+    assert main(["train", "-q", "--max-length", "32", str(repo)]) == 0
+    assert (out / "ledger.jsonl").read_text().strip()
+    base, inc = load_plan(out), load_incidence(out)
+    und = Undetected(1, 1e-10, 1e-3)
+    fresh = arm_plan("hush", base, inc, floor=und)             # the same arm against an empty ledger
+    snap = snapshot(out / "ledger.jsonl", und)
+    assert snap.runs == 1 and und.account in snap.spent and snap.record()["secrets_spent"]
+    hush = arm_plan("hush", base, inc, floor=und, snap=snap)
+    spent, pairs = ledger_mod.spending(out / "ledger.jsonl")
+    h = base.extra["holdout"]
+    want = build_plan(inc, batch_size=B, steps=T, c=1, cap=base.cap, accountant=base.accountant,
+                      adjacency=base.adjacency, ledger_spent=spent, ledger_pairs=pairs, floor=und,
+                      floor_legacy=tuple(legacy_runs(out / "ledger.jsonl", und)),
+                      holdout=Split(test=base.test_mask, files=(), fraction=h["fraction"], min_files=h["min_files"],
+                                    salt=h["salt"], digest=h["digest"]))
+    assert hush.plan.sigma == pytest.approx(want.sigma, rel=1e-9)
+    assert hush.plan.sigma > fresh.plan.sigma            # the recorded run's spending costs noise
+    assert hush.meets_floor and hush.floor["bound"] <= und.r * (1 + 1e-9)
+    calls = []
+    real = ledger_mod.spending
+    monkeypatch.setattr(ledger_mod, "spending", lambda *a, **k: calls.append(a) or real(*a, **k))
+    cfg = dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training, max_length=32,
+                              seed=SEED, eval_max_examples=4, eval_max_lines=1, micro_batch_size=8, eval_every=0)
+    doc = run_compare(root=repo, out=out, cfg=cfg, arms=("hush", "uniform", "drop-dp"), seed=SEED, steps=1,
+                      show_progress=False, risk=False, floor=und)
+    assert len(calls) == 1 and doc["ledger"]["runs"] == 1 and doc["ledger"]["head"] == snap.head
+    assert doc["arms"]["hush"]["sigma"] == pytest.approx(want.sigma, rel=1e-9)
+    assert all(doc["arms"][a]["meets_floor"] for a in ("hush", "uniform", "drop-dp"))

@@ -1,11 +1,14 @@
-"""`repoguard compare [PATH]`: train every arm (hush, hush-kl, hush-gdp, uniform, drop, no-dp,
-two-phase, two-phase-noised) from the same base with the plan's B, T and held-out split, and print
-their held-out metrics (and, when both the hush and no-dp arms are there, how DP moves their
-at-risk examples)."""
+"""`repoguard compare [PATH]`: train every arm (hush, hush-kl, hush-gdp, uniform, drop-dp, drop,
+no-dp, two-phase, two-phase-noised) from the same base with the plan's B, T and held-out split, every
+protected arm at the same declared targets and undetected floor (`--undetected`, default the
+config's) against one ledger snapshot, and print their held-out metrics (and, when both the hush
+and no-dp arms are there, how DP moves their at-risk examples). `--floors r1,r2,…` trains the
+protected arms again at each floor level: the Pareto picture of floor bound against public loss."""
 from __future__ import annotations
 
 NAME = "compare"
-HELP = "train the alternatives (uniform DP-SGD, dropping secret files, no DP…) and compare held-out metrics"
+HELP = ("train the alternatives (uniform DP-SGD, dropping secret files, no DP…) at equal protection and compare "
+        "held-out metrics")
 
 
 def register(parser) -> None:
@@ -14,8 +17,14 @@ def register(parser) -> None:
     add_path_argument(parser)
     add_json_flag(parser)
     parser.add_argument("--arms", default=None, metavar="NAMES",
-                        help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop,no-dp,"
+                        help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop-dp,drop,no-dp,"
                         "two-phase,two-phase-noised)")
+    parser.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
+                        help="undetected-secret floor every protected arm meets (default: [defaults] undetected; "
+                             "same syntax as `repoguard plan --undetected`)")
+    parser.add_argument("--floors", default=None, metavar="R1,R2,…",
+                        help="also train the protected arms at each floor level r (e.g. 1e-3,1e-2,0.1; p and k "
+                             "of the floor, declared targets unchanged): floor bound against public loss")
     parser.add_argument("--steps", type=int, default=None, help="steps per arm (default: the plan's T)")
     parser.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
                         help="phase-1 steps of the two-phase arms (default: [training] phase1_steps, else T)")
@@ -30,7 +39,8 @@ def register(parser) -> None:
 def run(args) -> int:
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.errors import InputError
-    from repoguard.evaluation.compare import ARMS, format_table, run_compare
+    from repoguard.evaluation.compare import ARMS, format_table, parse_floors, run_compare
+    from repoguard.undetected import resolve
 
     repo, config, out = resolve_repo(args, allow_plain=True)
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else ARMS
@@ -43,9 +53,11 @@ def run(args) -> int:
         raise InputError(f"--risk-sample: must be ≥ 0, got {args.risk_sample}")
     if args.phase1_steps is not None and args.phase1_steps < 1:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
+    floor = resolve(config, args.undetected)
+    floors = parse_floors(args.floors, floor.p) if args.floors is not None else None
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,
                       resume=not args.fresh, show_progress=not (args.quiet or args.json),
-                      floor=(config.defaults.p, config.defaults.r), risk=not args.no_risk,
+                      floor=floor, risk=not args.no_risk, floors=floors,
                       risk_sample=args.risk_sample, phase1_steps=args.phase1_steps)
     if args.json:
         print_json(doc)

@@ -2,19 +2,23 @@
 
 Every arm starts from the same base model and trains with the same B, T, learning rate, maximum
 length and held-out split (the plan's), and is scored on exactly the same held-out examples and
-lines (one `metrics.EvalSet`):
+lines (one `metrics.EvalSet`). Every protected arm meets the same declared targets and the same
+undetected-secret floor, calibrated against one snapshot of the ledger (`evaluation.protection`,
+DESIGN.md "Equal protection"):
 
-- `hush`      the plan as configured (weighted-Poisson DP-SGD, Hush Alg. 2);
+- `hush`      the plan re-built at the floor and the ledger snapshot (weighted-Poisson DP-SGD,
+              Hush Alg. 2);
 - `hush-kl`, `hush-gdp`   the same with each LP cap (`weighting.secret_caps`);
 - `uniform`   standard DP-SGD: every training example w = 1, ρ = B/n, σ calibrated by the same
-              accountant so every secret meets its target (the Hush paper's baseline, §5.1);
-- `drop`      examples tied to any secret removed, no noise, credentials redacted (excluding the
-              secret directories by hand);
-- `no-dp`     every training example, no noise (the ceiling; no protection);
-- `two-phase`, `two-phase-noised`   [JFT §3] phase 1 on the public examples (clear, or DP-SGD with
-              σ₁ for the undetected-secret floor), then the `hush` plan from phase 1's weights
-              (`training.phases`); phase 1 adds T₁ steps (`phase1_steps`, default T) at the same
-              B and lr.
+              accountant so every secret and the floor meet their targets (Hush §5.1's baseline);
+- `drop-dp`   examples tied to any secret removed, DP-SGD on the rest at σ_floor;
+- `two-phase-noised`   [JFT §3.1] phase 1 on the public examples with the σ₁ the plan reserved,
+              then the plan (σ ≥ σ_floor with both phases composed); phase 1 adds T₁ steps
+              (`phase1_steps`, default T) at B₁ (`[training] phase1_batch_size`, default B).
+
+References (no floor; marked so in the table, JSON and report): `drop` (tied examples removed, no
+noise, credentials redacted), `no-dp` (every training example, no noise: the ceiling) and
+`two-phase` (clear phase 1, then the hush plan made with the floor off).
 
 Arm models are measurements: never published, nothing recorded in the ledger. Everything under
 `OUT/compare/` is owner-only (0700): each arm's logs and held-out metrics in `<arm>/`, and the
@@ -28,54 +32,28 @@ at the next arm. Randomness (sampling, noise) is fresh per arm unless a seed is 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from repoguard.artefacts import atomic_write_json
 from repoguard.errors import InputError
 
-ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop", "no-dp", "two-phase", "two-phase-noised")
+ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop-dp", "drop", "no-dp", "two-phase", "two-phase-noised")
 TWO_PHASE = {"two-phase": "clear", "two-phase-noised": "noised"}
 
 
-def arm_plan(name: str, base_plan, incidence, *, floor=None, ledger_spent=None, ledger_pairs=None):
-    """(plan, private) for arm `name`, derived from `base_plan` (B, T, C, c, accountant, split);
-    the LP-cap arms are calibrated against the same ledger spending as `base_plan`.
+def arm_plan(name: str, base_plan, incidence, *, floor=None, snap=None, phase1=None):
+    """(plan, private) of arm `name` (`protection.arm_plan`: the same declared targets, floor
+    `floor` — a `config.Undetected`, a legacy (p, r) or None for the base plan's — and ledger
+    snapshot `snap`, None = empty, for every arm). Raises InputError for an unknown arm."""
+    from repoguard.evaluation.protection import arm_plan as _arm_plan
 
-    Raises InputError for an unknown arm."""
-    from repoguard.plan import Plan, build_plan
-
-    test = base_plan.test_mask
-    train = ~test
-    n_ex = len(base_plan.example_ids)
-    common = dict(batch_size=base_plan.batch_size, steps=base_plan.steps, clip_norm=base_plan.clip_norm)
-    if name == "hush" or name in TWO_PHASE:     # two-phase: phase 2 is the plan (phase 1: `_two_phase`)
-        return base_plan, True
-    if name in ("hush-kl", "hush-gdp"):
-        from repoguard.evaluation.split import Split
-        split = Split(test=test, files=(), fraction=0.0, min_files=0, salt="", digest=_digest(base_plan))
-        p = build_plan(incidence, c=base_plan.c, cap=name.split("-")[1], accountant=base_plan.accountant,
-                       adjacency=base_plan.adjacency, holdout=split, floor=floor,
-                       ledger_spent=ledger_spent, ledger_pairs=ledger_pairs, **common)
-        return p, True
-    if name in ("uniform", "no-dp", "drop"):
-        keep = train & (incidence.matrix.getnnz(axis=1) == 0) if name == "drop" else train
-        n = int(keep.sum())
-        if n < base_plan.batch_size:
-            raise InputError(f"compare: arm {name} has {n} training examples, fewer than B = {base_plan.batch_size:g}")
-        w = keep.astype(float)
-        rho = base_plan.batch_size * w / n
-        sigma = base_plan.extra.get("sigma_uniform") if name == "uniform" else 1.0
-        if name == "uniform" and not sigma:
-            raise InputError("compare: the plan has no σ_uniform (re-run `repoguard plan`)")
-        p = Plan(sigma=float(sigma), c=base_plan.c, cap="none", accountant=base_plan.accountant,
-                 adjacency=base_plan.adjacency, example_ids=list(base_plan.example_ids), w=w, rho=rho,
-                 test=test, extra={}, **common)
-        return p, name == "uniform"
-    raise InputError(f"--arms: unknown arm {name!r} (known: {', '.join(ARMS)})")
+    ap = _arm_plan(name, base_plan, incidence, floor=floor, snap=snap, phase1=phase1)
+    return ap.plan, ap.private
 
 
 def _digest(plan) -> str:
@@ -85,13 +63,43 @@ def _digest(plan) -> str:
 KEEP_ADAPTERS = ("hush", "no-dp")     # arms whose adapter compare keeps (owner-only) for `audit risk`
 
 
+def parse_floors(text: str, p: float) -> tuple[float, ...]:
+    """`--floors r1,r2,…` → the floor levels (each r of the undetected floor, p < r < 1, sorted,
+    duplicates dropped). Raises InputError, one line, for an entry that is not a number or lies
+    outside (p, 1)."""
+    out = []
+    for part in (x.strip() for x in str(text).split(",")):
+        if not part:
+            continue
+        try:
+            r = float(part)
+        except ValueError:
+            raise InputError(f"--floors: {part!r} is not a number (write e.g. --floors 1e-3,1e-2,0.1)") from None
+        if not (math.isfinite(r) and p < r < 1):
+            raise InputError(f"--floors: r = {part} must lie strictly between the floor's p = {p:g} and 1")
+        out.append(r)
+    if not out:
+        raise InputError("--floors: give at least one level, e.g. --floors 1e-3,1e-2,0.1")
+    return tuple(sorted(set(out)))
+
+
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
-                risk_sample: int | None = 500, phase1_steps: int | None = None) -> dict:
+                risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None) -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
-    "split": digest, "eval_set": sizes, "risk": summary or None}. Results are saved per arm in
-    OUT/compare/ and reused when `resume` and the saved result has the same plan, split, steps
-    and scored rows.
+    "split": digest, "eval_set": sizes, "risk": summary or None, "floor": the floor record,
+    "ledger": the snapshot's summary, "levels": the floor sweep or None}. Results are saved per
+    arm in OUT/compare/ and reused when `resume` and the saved result has the same plan, split,
+    steps, floor, ledger head and scored rows.
+
+    Equal protection (`evaluation.protection`): one `LedgerSnapshot` of `OUT/ledger.jsonl` is
+    taken before any arm and every arm's plan is calibrated against it, at the declared targets
+    and the floor `floor` (`config.Undetected`, a legacy (p, r), or None = the base plan's).
+    `floors` (levels r, `parse_floors`): each arm of `protection.PROTECTED` in `arms` is trained
+    again at every level (floor (k, p, r_level), declared targets unchanged), under
+    `OUT/compare/levels/`; the references once. `doc["levels"]`: {"k", "p", "r": levels,
+    "arms": {arm: [{"r", "sigma", "public_loss", "floor_bound", "meets_floor", …} per level]},
+    "references": {arm: {"public_loss", "floor_bound"}}, "best": [{"r", "arm", "public_loss"}]}.
 
     The evaluation set is built once and the base model scored once; every arm is scored on that
     same `EvalSet` (checked: a run whose arms' rows differ raises RuntimeError). Arm directories
@@ -103,28 +111,37 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
 
     `seed` None: fresh sampler and noise randomness per arm (compare means); an int makes every
     arm reproducible (tests only: a private model's noise must not be predictable).
-    `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T)."""
-    import secrets as _secrets
-    import shutil
-
+    `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T).
+    Raises InputError (bad steps, no held-out split, unknown arm) and PolicyError (the ledger's
+    spending leaves some target or the floor unreachable)."""
     import torch
 
-    from repoguard.accounting.ledger import spending
     from repoguard.corpus import load_corpus
-    from repoguard.evaluation.metrics import Evaluator, plan_evaluator
-    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.evaluation.metrics import plan_evaluator
+    from repoguard.evaluation.protection import PROTECTED, base_floor, snapshot
     from repoguard.incidence import load_incidence
     from repoguard.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.base_model import embedded_base
-    from repoguard.training.model import TINY_LORA_TARGETS, apply_lora, limit_cpu_threads, load_model
+    from repoguard.training.model import limit_cpu_threads, load_model
     from repoguard.training.randomness import secure_dir
-    from repoguard.training.trainer import TrainSettings, plan_fingerprint, train
+    from repoguard.training.trainer import plan_fingerprint
+    from repoguard.undetected import as_undetected
 
     base_plan = load_plan(out)
     if not base_plan.test_mask.any():
         raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
     incidence = load_incidence(out)
+    und = as_undetected(floor) if floor is not None else base_floor(base_plan)
+    levels = parse_floors(",".join(str(float(x)) for x in floors), und.p) if floors else None
+    total = steps or base_plan.steps
+    if not 1 <= total <= base_plan.steps:
+        # σ of every private arm is calibrated for the plan's T: more steps would spend more than
+        # the bounds the table reports.
+        raise InputError(f"--steps: must be in 1..{base_plan.steps} (the plan's T); "
+                         "re-plan with `repoguard plan --steps N` for longer arms")
+    # One ledger state for every arm, read before any arm is planned (issue 26 item 2).
+    snap = snapshot(out / "ledger.jsonl", und)
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor(out, root))
     device = torch.device("cpu")
@@ -134,105 +151,28 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     else:
         base, tok = embedded_base(max_length=cfg.max_length, show_progress=show_progress)
     seqs = tokenize(texts, tok, max_length=cfg.max_length)
-    total = steps or base_plan.steps
-    if not 1 <= total <= base_plan.steps:
-        # σ of every private arm is calibrated for the plan's T: more steps would spend more than
-        # the bounds the table reports.
-        raise InputError(f"--steps: must be in 1..{base_plan.steps} (the plan's T); "
-                         "re-plan with `repoguard plan --steps N` for longer arms")
-    spent, pairs = spending(out / "ledger.jsonl")
     cdir = secure_dir(out / "compare")
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
-           "lr": cfg.learning_rate, "max_length": cfg.max_length}
-    # One evaluation set and one score of the base for every arm.
+           "lr": cfg.learning_rate, "max_length": cfg.max_length, "floor": und.record(), "ledger": snap.head}
     t1 = int(phase1_steps or cfg.phase1_steps or total)
+    b1 = float(getattr(cfg, "phase1_batch_size", 0) or 0) or base_plan.batch_size
+    # One evaluation set and one score of the base for every arm.
     ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                          max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
                          max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
-    es = ev0.es
-    rows0 = _rows(es)
+    rows0 = _rows(ev0.es)
     doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {},
-           "adapters": {}, "risk": None}
-    base_saved = bool(cfg.model)
+           "adapters": {}, "risk": None, "floor": {**und.record(), "account": und.account},
+           "ledger": snap.record(), "levels": None}
+    ctx = _Ctx(base=base, tok=tok, seqs=seqs, es=ev0.es, rows0=rows0, cfg=cfg, total=total, seed=seed,
+               incidence=incidence, base_plan=base_plan, snap=snap, phase1=(b1, t1), resume=resume,
+               show_progress=show_progress, base_metrics=doc["base"], cdir=cdir, base_saved=bool(cfg.model))
+    plans = {}
     for name in arms:
-        path = cdir / f"{name}.json"
-        akey = {**key, "phase1_steps": t1, "phase1_lr": cfg.phase1_lr} if name in TWO_PHASE else key
-        arm_dir = cdir / name
-        keep = name in KEEP_ADAPTERS
-        if resume and path.is_file():
-            old = json.loads(path.read_text(encoding="utf-8"))
-            if (old.get("key") == akey and old["result"].get("eval_rows") == rows0
-                    and (not keep or (arm_dir / "adapter" / "adapter_config.json").is_file())):
-                doc["arms"][name] = old["result"]
-                continue
-        t0 = time.perf_counter()
-        plan, private = arm_plan(name, base_plan, incidence, floor=floor, ledger_spent=spent,
-                                 ledger_pairs=pairs)
-        model = apply_lora(copy.deepcopy(base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
-                           targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
-        if keep and not base_saved:
-            from repoguard.artefacts import atomic_dir
-            from repoguard.training.model import save_base_model
-
-            with atomic_dir(cdir / "base_model") as tmp:
-                save_base_model(base, tok, tmp)
-            base_saved = True
-        if keep and not cfg.model:       # lets `audit risk --run OUT/compare/<arm>` find the base
-            model.peft_config["default"].base_model_name_or_path = str((cdir / "base_model").resolve())
-        ev = Evaluator(model, es, tokenizer=tok, pad_id=tok.pad_token_id, micro_batch_size=cfg.micro_batch_size or 8)
-        arm_seed = seed if seed is not None else _secrets.randbits(32)
-        # A fixed seed (tests) fixes a private arm's batches and noise only through the explicit
-        # insecure flag (training.randomness); without one, private arms draw from the OS.
-        settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
-                                 checkpoint_every=total, steps=total, private=private, seed=arm_seed,
-                                 insecure_reproducible=private and seed is not None)
-        # Phase 2 of a two-phase arm starts from phase 1's model, not the base: score its step 0.
-        pe = PeriodicEval(ev, every=cfg.eval_every, base=None if name in TWO_PHASE else doc["base"])
-        shutil.rmtree(arm_dir, ignore_errors=True)
-        secure_dir(arm_dir)
-        phases = None
-        if name in TWO_PHASE:
-            phases, pe1 = _two_phase(TWO_PHASE[name], model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan,
-                                     incidence=incidence, cfg=cfg, settings=settings, train_dir=arm_dir,
-                                     evaluator=pe, floor=floor, steps1=t1, show_progress=show_progress,
-                                     base_metrics=doc["base"])
-            report = None
-        else:
-            report = train(model=model, seqs=seqs, pad_id=tok.pad_token_id, plan=plan, train_dir=arm_dir,
-                           settings=settings, ledger=None, publish=False, show_progress=show_progress,
-                           evaluator=pe)
-        shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
-        if keep:                          # owner-only: inside the 0700 arm directory
-            from repoguard.artefacts import atomic_dir
-
-            with atomic_dir(arm_dir / "adapter") as tmp:
-                model.save_pretrained(tmp, save_embedding_layers=False)
-            atomic_write_json(arm_dir / "privacy_report.json", {**report, "compare_arm": name})
-        bounds = [s.achieved_bound / s.r for s in plan.secrets] if private and plan.secrets else []
-        if name == "uniform" and floor is not None:
-            from repoguard.plan import undetected_floor
-            plan.extra["undetected_floor"] = undetected_floor(incidence.matrix, plan.rho, plan.sigma, total,
-                                                              *floor, adjacency=plan.adjacency, test=plan.test_mask)
-        n_train = int((~plan.test_mask).sum())
-        result = {"sigma": plan.sigma if private else 0.0, "private": private,
-                  "sum_w_over_n": float(plan.w.sum()) / n_train if n_train else None,
-                  "slices": pe.history[-1]["slices"],
-                  "curve": [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
-                            for h in pe.history],
-                  "bound_ratio_min": min(bounds) if bounds else None,
-                  "bound_ratio_max": max(bounds) if bounds else None,
-                  "undetected_floor": (plan.extra.get("undetected_floor") or {}).get("bounds") if private else None,
-                  "seconds": time.perf_counter() - t0, "steps": total,
-                  "eval_rows": _rows(ev.es)}
-        if phases is not None:
-            result["undetected_floor"] = phases["undetected_floor"]["both"]
-            result["phase1"] = {k: phases["phase1"][k] for k in ("mode", "steps", "sigma", "n_examples")}
-            result["curve"] = [{"step": h["step"] - t1, "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
-                               for h in pe1.history] + \
-                [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
-                 for h in pe.history[1:]]
-        atomic_write_json(path, {"key": akey, "result": result})
-        doc["arms"][name] = result
+        doc["arms"][name], plans[name] = _run_arm(ctx, name, und, arm_dir=cdir / name, key=key,
+                                                  keep=name in KEEP_ADAPTERS)
+    if levels:
+        doc["levels"] = _sweep(ctx, [a for a in arms if a in PROTECTED], und, levels, doc, key)
     for name, r in doc["arms"].items():
         if r["eval_rows"] != rows0:       # every arm is scored on exactly the same test examples
             raise RuntimeError(f"compare: arm {name} was scored on other held-out rows than the base")
@@ -240,12 +180,182 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
             doc["adapters"][name] = str(cdir / name)
     if risk and all(a in doc["adapters"] for a in KEEP_ADAPTERS):
         from repoguard.audit.risk_compare import compare_risk
+        from repoguard.evaluation.protection import arm_plan as _arm_plan
 
         doc["risk"] = compare_risk(out=out, root=root, cfg=cfg, runs=doc["adapters"], incidence=incidence,
-                                   plans={a: arm_plan(a, base_plan, incidence)[0] for a in KEEP_ADAPTERS},
+                                   plans={a: plans.get(a) or _arm_plan(a, base_plan, incidence, floor=und,
+                                                                        snap=snap).plan for a in KEEP_ADAPTERS},
                                    sample=risk_sample)
     atomic_write_json(cdir / "compare.json", doc)
     return doc
+
+
+@dataclass
+class _Ctx:
+    """What every arm of one compare shares: the base model and tokenizer, token sequences, the
+    evaluation set and its rows, settings, the base plan, incidence and the ledger snapshot."""
+
+    base: object
+    tok: object
+    seqs: list
+    es: object
+    rows0: dict
+    cfg: object
+    total: int
+    seed: int | None
+    incidence: object
+    base_plan: object
+    snap: object
+    phase1: tuple
+    resume: bool
+    show_progress: bool
+    base_metrics: dict
+    cdir: Path
+    base_saved: bool
+
+
+def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool):
+    """Train, score and save one arm at floor `und` into `arm_dir` (result in `arm_dir`.json);
+    returns (result, the arm's plan or None when a saved result was reused)."""
+    import secrets as _secrets
+    import shutil
+
+    from repoguard.evaluation.metrics import Evaluator
+    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.evaluation.protection import arm_plan as _arm_plan
+    from repoguard.training.model import TINY_LORA_TARGETS, apply_lora
+    from repoguard.training.randomness import secure_dir
+    from repoguard.training.trainer import TrainSettings, train
+
+    cfg, total = ctx.cfg, ctx.total
+    path = arm_dir.with_name(arm_dir.name + ".json")
+    akey = {**key, "floor": und.record()}
+    if name in TWO_PHASE:
+        akey.update(phase1_steps=ctx.phase1[1], phase1_batch_size=ctx.phase1[0], phase1_lr=cfg.phase1_lr)
+    if ctx.resume and path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        if (old.get("key") == akey and old["result"].get("eval_rows") == ctx.rows0
+                and (not keep or (arm_dir / "adapter" / "adapter_config.json").is_file())):
+            return old["result"], None
+    t0 = time.perf_counter()
+    ap = _arm_plan(name, ctx.base_plan, ctx.incidence, floor=und, snap=ctx.snap, phase1=ctx.phase1)
+    plan, private = ap.plan, ap.private
+    model = apply_lora(copy.deepcopy(ctx.base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                       targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
+    if keep and not ctx.base_saved:
+        from repoguard.artefacts import atomic_dir
+        from repoguard.training.model import save_base_model
+
+        with atomic_dir(ctx.cdir / "base_model") as tmp:
+            save_base_model(ctx.base, ctx.tok, tmp)
+        ctx.base_saved = True
+    if keep and not cfg.model:       # lets `audit risk --run OUT/compare/<arm>` find the base
+        model.peft_config["default"].base_model_name_or_path = str((ctx.cdir / "base_model").resolve())
+    ev = Evaluator(model, ctx.es, tokenizer=ctx.tok, pad_id=ctx.tok.pad_token_id,
+                   micro_batch_size=cfg.micro_batch_size or 8)
+    arm_seed = ctx.seed if ctx.seed is not None else _secrets.randbits(32)
+    # A fixed seed (tests) fixes a private arm's batches and noise only through the explicit
+    # insecure flag (training.randomness); without one, private arms draw from the OS.
+    settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
+                             checkpoint_every=total, steps=total, private=private, seed=arm_seed,
+                             insecure_reproducible=private and ctx.seed is not None)
+    # Phase 2 of a two-phase arm starts from phase 1's model, not the base: score its step 0.
+    pe = PeriodicEval(ev, every=cfg.eval_every, base=None if name in TWO_PHASE else ctx.base_metrics)
+    shutil.rmtree(arm_dir, ignore_errors=True)
+    secure_dir(arm_dir)
+    phases = None
+    report = None
+    if name in TWO_PHASE:
+        phases, pe1 = _two_phase(TWO_PHASE[name], model=model, seqs=ctx.seqs, pad_id=ctx.tok.pad_token_id, plan=plan,
+                                 incidence=ctx.incidence, cfg=cfg, settings=settings, train_dir=arm_dir,
+                                 evaluator=pe, floor=und, steps1=ctx.phase1[1], batch1=ctx.phase1[0],
+                                 show_progress=ctx.show_progress, base_metrics=ctx.base_metrics)
+    else:
+        report = train(model=model, seqs=ctx.seqs, pad_id=ctx.tok.pad_token_id, plan=plan, train_dir=arm_dir,
+                       settings=settings, ledger=None, publish=False, show_progress=ctx.show_progress,
+                       evaluator=pe)
+    shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
+    if keep:                          # owner-only: inside the 0700 arm directory
+        from repoguard.artefacts import atomic_dir
+
+        with atomic_dir(arm_dir / "adapter") as tmp:
+            model.save_pretrained(tmp, save_embedding_layers=False)
+        atomic_write_json(arm_dir / "privacy_report.json", {**(report or {}), "compare_arm": name})
+    bounds = [s.achieved_bound / s.r for s in plan.secrets] if private and plan.secrets else []
+    n_train = int((~plan.test_mask).sum())
+    result = {"sigma": plan.sigma if private else 0.0, "private": private,
+              "sum_w_over_n": float(plan.w.sum()) / n_train if n_train else None,
+              "slices": pe.history[-1]["slices"],
+              "curve": [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                        for h in pe.history],
+              "bound_ratio_min": min(bounds) if bounds else None,
+              "bound_ratio_max": max(bounds) if bounds else None,
+              "undetected_floor": _run_floor(plan, ctx, und) if private else None,
+              "seconds": time.perf_counter() - t0, "steps": total,
+              "eval_rows": _rows(ev.es),
+              "protection": "floor" if ap.protected else "reference", "meets_floor": ap.meets_floor,
+              "floor": ap.floor}
+    if phases is not None:
+        t1 = ctx.phase1[1]
+        result["undetected_floor"] = phases["undetected_floor"]["both"] if "undetected_floor" in phases else None
+        result["phase1"] = {k: phases["phase1"][k] for k in ("mode", "steps", "sigma", "n_examples")}
+        result["curve"] = [{"step": h["step"] - t1, "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                           for h in pe1.history] + \
+            [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+             for h in pe.history[1:]]
+    atomic_write_json(path, {"key": akey, "result": result})
+    return result, plan
+
+
+def _run_floor(plan, ctx: _Ctx, und) -> dict:
+    """{str(k): bound} this run alone gives a secret in k untied examples (k = 1, 10 and the
+    floor's k), at the plan's ρ_u, σ and T: the `undetected_floor` column of earlier compares."""
+    from repoguard.plan import undetected_floor
+
+    rec = plan.extra.get("undetected_floor") or {}
+    if isinstance(rec.get("bounds"), dict):
+        return rec["bounds"]
+    return undetected_floor(ctx.incidence.matrix, plan.rho, plan.sigma, plan.steps, und.p, und.r,
+                            adjacency=plan.adjacency, test=plan.test_mask, ks=sorted({1, 10, und.k}))["bounds"]
+
+
+def _sweep(ctx: _Ctx, protected: list[str], und, levels, doc: dict, key: dict) -> dict:
+    """Train every arm of `protected` at each floor level r (floor (k, p, r), enforced), reusing
+    the main results at the main floor's r; the references of `doc["arms"]` once. Returns the
+    `doc["levels"]` record (see `run_compare`)."""
+    from repoguard.training.randomness import secure_dir
+
+    ldir = secure_dir(ctx.cdir / "levels")
+    arms: dict[str, list] = {}
+    for r in levels:
+        lvl = dataclasses.replace(und, r=float(r), enabled=True)
+        for name in protected:
+            if und.enabled and float(r) == und.r:
+                res = doc["arms"][name]
+            else:
+                res, _ = _run_arm(ctx, name, lvl, arm_dir=ldir / f"{name}@r={r:g}", key=key, keep=False)
+                if res["eval_rows"] != ctx.rows0:
+                    raise RuntimeError(f"compare: arm {name} at r = {r:g} was scored on other held-out rows")
+            fl = res.get("floor") or {}
+            arms.setdefault(name, []).append(
+                {"r": float(r), "sigma": res["sigma"], "public_loss": _pub(res["slices"]),
+                 "floor_bound": fl.get("bound"), "meets_floor": res.get("meets_floor"),
+                 "sum_w_over_n": res.get("sum_w_over_n"), "seconds": res.get("seconds"),
+                 "phase1_sigma": (res.get("phase1") or {}).get("sigma")})
+    refs = {name: {"public_loss": _pub(res["slices"]), "floor_bound": (res.get("floor") or {}).get("bound"),
+                   "sigma": res["sigma"]}
+            for name, res in doc["arms"].items() if res.get("protection") == "reference"}
+    best = []
+    for i, r in enumerate(levels):
+        cands = [(v[i]["public_loss"], name) for name, v in arms.items()
+                 if v[i]["public_loss"] is not None and v[i]["meets_floor"]]
+        if cands:
+            loss, name = min(cands)
+            best.append({"r": float(r), "arm": name, "public_loss": loss})
+        else:
+            best.append({"r": float(r), "arm": None, "public_loss": None})
+    return {"k": und.k, "p": und.p, "r": [float(r) for r in levels], "arms": arms, "references": refs,
+            "best": best}
 
 
 def _rows(es) -> dict[str, list[int]]:
@@ -258,15 +368,18 @@ def _compact(slices: dict) -> dict:
 
 
 def _two_phase(mode: str, *, model, seqs, pad_id, plan, incidence, cfg, settings, train_dir, evaluator, floor,
-               steps1: int, show_progress: bool, base_metrics=None):
-    """Phase 1 (`mode`, T₁ = `steps1`, B and lr of the arm) then `plan`, unpublished; returns
-    (phase record, phase 1's PeriodicEval). Phase 1's curve steps run −T₁…0 in the result."""
+               steps1: int, batch1: float = 0.0, show_progress: bool, base_metrics=None):
+    """Phase 1 (`mode`, T₁ = `steps1`, B₁ = `batch1` (0 = B), lr of the arm) then `plan`,
+    unpublished; returns (phase record, phase 1's PeriodicEval). Phase 1's curve steps run −T₁…0
+    in the result. `floor` (`config.Undetected` or a legacy (p, r)) sets phase 1's (k, p, r); a
+    noised phase 1 uses the σ₁ the plan reserved (`phases.reserved_sigma1`)."""
     from repoguard.evaluation.periodic import PeriodicEval
     from repoguard.training.phases import PhaseOne, prepare, run_two_phase
+    from repoguard.undetected import as_undetected
 
-    p, r = floor if floor is not None else (1e-10, 1e-3)
-    setup = prepare(plan, incidence, PhaseOne(mode=mode, steps=steps1, lr=cfg.phase1_lr, k=cfg.phase1_k, p=p, r=r),
-                    lr=settings.lr)
+    und = as_undetected(floor if floor is not None else (1e-10, 1e-3))
+    setup = prepare(plan, incidence, PhaseOne(mode=mode, steps=steps1, lr=cfg.phase1_lr, batch_size=batch1,
+                                              k=und.k, p=und.p, r=und.r), lr=settings.lr)
     pe1 = PeriodicEval(evaluator.evaluator, every=evaluator.every, base=base_metrics)
     run_two_phase(model=model, seqs=seqs, pad_id=pad_id, plan=plan, setup=setup, train_dir=train_dir,
                   settings=settings, ledger_path=None, publish=False, show_progress=show_progress,
@@ -280,23 +393,91 @@ def _pub(slices: dict) -> float | None:
     return headline(slices)
 
 
+def floor_title(doc: dict) -> str:
+    """One line naming what every protected arm meets: the declared targets and the floor
+    (k, p, r), or that the floor is off; and the ledger state they were calibrated against."""
+    fl = doc.get("floor") or {}
+    led = doc.get("ledger") or {}
+    runs = f"ledger: {led.get('runs', 0)} earlier run(s), head {str(led.get('head') or '')[:12]}"
+    if not fl:
+        return "compare (made before the floor was a target)"
+    if not fl.get("enabled", True):
+        return (f"UNDETECTED FLOOR OFF (opt-out): protected arms meet the declared targets only; floor bounds "
+                f"(k = {fl.get('k')}, p = {fl.get('p'):g}) are shown for information; {runs}")
+    return (f"equal protection: declared targets + undetected floor k = {fl['k']}, p = {fl['p']:g}, "
+            f"r = {fl['r']:g} for every protected arm; {runs}")
+
+
+def protection_label(r: dict) -> str:
+    """'meets floor' / 'FAILS floor' / 'declared only' (floor off) / 'reference (no floor)'."""
+    if r.get("protection") == "reference":
+        return "reference (no floor)"
+    m = r.get("meets_floor")
+    return "declared only" if m is None and r.get("protection") else "meets floor" if m else \
+        "FAILS floor" if m is False else "—"
+
+
 def format_table(doc: dict) -> str:
-    """The text table: one row per arm, columns σ, Σw/n, each slice's loss/accuracy/exact match
-    (public and secret-tied), achieved/target bound range, the undetected-secret floor (k = 1),
-    wall time."""
+    """The text table: a title line (`floor_title`), then one row per arm, columns σ, Σw/n, each
+    slice's loss/accuracy/exact match (public and secret-tied), achieved/target bound range, the
+    arm's cumulative undetected-floor bound at the floor's k, its protection
+    (`protection_label`), wall time; with a floor sweep, `format_levels` below it."""
     base = doc["base"]
-    head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", "floor k=1", "s")
-    rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")), "—", "—", "—")]
+    k = (doc.get("floor") or {}).get("k", 1)
+    head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", f"floor k={k}",
+            "protection", "s")
+    rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")),
+             "—", "—", "—", "—")]
     for name, r in doc["arms"].items():
-        fl = (r.get("undetected_floor") or {}).get("1")
-        br = ("≤ 1 (calibrated)" if name == "uniform" else "—" if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
+        fb = (r.get("floor") or {}).get("bound")
+        if fb is None:
+            fb = (r.get("undetected_floor") or {}).get("1")
+        br = ("≤ 1 (calibrated)" if name == "uniform" and r["bound_ratio_max"] is None else "—"
+              if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
         label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
         rows.append((label, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}", *_cells(r["slices"].get("public")),
-                     *_cells(r["slices"].get("secret-tied")), br, f"{fl:.2g}" if fl is not None else "none",
-                     f"{r['seconds']:.0f}"))
+                     *_cells(r["slices"].get("secret-tied")), br, f"{fb:.2g}" if fb is not None else "none",
+                     protection_label(r), f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    lines = [floor_title(doc)] + ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    if doc.get("levels"):
+        lines += ["", *format_levels(doc["levels"])]
     return "\n".join(lines)
+
+
+def format_levels(lv: dict) -> list[str]:
+    """The floor sweep as text: one row per protected arm, per level r its public loss, σ and
+    achieved floor bound; the references once; then which arm has the lowest public loss at each
+    level (among arms meeting that floor)."""
+    head = ["arm", *(f"r={r:g}: loss (σ, bound)" for r in lv["r"])]
+    rows = []
+    for name, pts in lv["arms"].items():
+        rows.append([name, *(f"{_f3(x['public_loss'])} ({x['sigma']:.3g}, {_g2(x['floor_bound'])})"
+                             + ("" if x.get("meets_floor") in (True, None) else " FAILS") for x in pts)])
+    for name, ref in lv["references"].items():
+        rows.append([f"{name} (reference, no floor)",
+                     *([f"{_f3(ref['public_loss'])} (bound {_g2(ref['floor_bound'])})"] * len(lv["r"]))])
+    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+    out = [f"floor sweep (k = {lv['k']}, p = {lv['p']:g}; declared targets unchanged):"]
+    out += ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    out += [best_sentence(b) for b in lv.get("best") or []]
+    return out
+
+
+def best_sentence(b: dict) -> str:
+    """'At floor r = …: lowest held-out public loss: ARM (LOSS).' for one level of the sweep."""
+    if not b.get("arm"):
+        return f"At floor r = {b['r']:g}: no protected arm meets the floor."
+    return (f"At floor r = {b['r']:g}: lowest held-out public loss among arms meeting it: {b['arm']} "
+            f"({b['public_loss']:.3f}).")
+
+
+def _f3(x) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _g2(x) -> str:
+    return "—" if x is None else f"{x:.2g}"
 
 
 def _cells(m: dict | None) -> tuple[str, str, str]:

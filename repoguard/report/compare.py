@@ -1,10 +1,13 @@
 """The report's compare section: `OUT/compare/` (from `repoguard compare`) → curves, bars, tables.
 
-Figures: held-out loss against step, one line per arm (public slice, and the secret-tied slice
-when scored), from each arm's evaluation history (`curve` in `OUT/compare/<arm>.json`, the same
-numbers as the arm's own `OUT/compare/<arm>/eval.json`); and per slice (public, secret-tied, then
-per secret, at most `MAX_SLICES`) bars of the final loss, top-1 accuracy and line exact match per
-arm, the base model first. Tables: the `compare` text table's columns, and — when the `hush` and
+Figures: with `compare --floors`, the Pareto plot of floor bound against held-out public loss
+per arm (`report.pareto`, inline SVG) and, in words, which arm is lowest at each level; held-out
+loss against step, one line per arm (public slice, and the secret-tied slice when scored), from
+each arm's evaluation history (`curve` in `OUT/compare/<arm>.json`, the same numbers as the
+arm's own `OUT/compare/<arm>/eval.json`); and per slice (public, secret-tied, then per secret, at
+most `MAX_SLICES`) bars of the final loss, top-1 accuracy and line exact match per arm, the base
+model first. Tables: the `compare` text table's columns (with each arm's floor bound and
+protection: meets floor, or reference with no floor), the floor sweep, and — when the `hush` and
 `no-dp` arms were ranked by `audit.risk_compare` — their most at-risk windows side by side
 (redacted prefixes only).
 
@@ -40,10 +43,12 @@ def collect_compare(out: Path) -> dict | None:
     rank = {a: i for i, a in enumerate(ARMS)}
     for name, r in sorted(doc["arms"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
         arms[name] = {k: r.get(k) for k in ("sigma", "private", "sum_w_over_n", "slices", "curve", "bound_ratio_min",
-                                            "bound_ratio_max", "undetected_floor", "seconds", "steps")}
+                                            "bound_ratio_max", "undetected_floor", "seconds", "steps", "protection",
+                                            "meets_floor", "floor", "phase1")}
     risk = _read(cdir / "risk.json")
     return {"base": doc.get("base") or {}, "eval_set": doc.get("eval_set") or {}, "split": doc.get("split"),
-            "arms": arms, "risk": risk if isinstance(risk, dict) and risk.get("top") is not None else None}
+            "arms": arms, "risk": risk if isinstance(risk, dict) and risk.get("top") is not None else None,
+            "floor": doc.get("floor"), "ledger": doc.get("ledger"), "levels": doc.get("levels")}
 
 
 def _slices(doc: dict) -> list[str]:
@@ -118,27 +123,65 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
     """The HTML section (the page's own escaping/table helpers are passed in); "" without a compare."""
     if not doc:
         return ""
+    from repoguard.evaluation.compare import best_sentence, floor_title, protection_label
+
     parts = ['<h2 id="compare">Compare: what each way of fine-tuning learned</h2>',
+             f'<p><b>{e(floor_title(doc))}</b></p>'
              '<p>Every arm of <code>repoguard compare</code> starts from the same base with the plan\'s B, T, '
              'learning rate and held-out split, and is scored on exactly the same held-out examples and lines '
-             f'(split <code>{e((doc.get("split") or "")[:12])}</code>). <b>hush</b>: the plan; <b>uniform</b>: '
-             'plain DP-SGD (w = 1, ρ = B/n) at the same targets; <b>drop</b>: secret-tied examples removed, no '
-             'noise; <b>no-dp</b>: everything, no noise (no protection). Dashed lines: arms with no guarantee.</p>'
+             f'(split <code>{e((doc.get("split") or "")[:12])}</code>). Protected arms meet the same declared '
+             'targets and the same undetected-secret floor, calibrated against one snapshot of the ledger: '
+             '<b>hush</b>: the plan; <b>uniform</b>: plain DP-SGD (w = 1, ρ = B/n); <b>drop-dp</b>: secret-tied '
+             'examples removed, DP-SGD at σ_floor; <b>two-phase-noised</b>: a noised public phase 1, then the plan. '
+             'References, no floor: <b>drop</b> (secret-tied examples removed, no noise), <b>no-dp</b> (everything, '
+             'no noise) and <b>two-phase</b> (clear phase 1). Dashed lines: arms with no guarantee.</p>'
              '<p class="muted">Owner-only: the secret-tied slices are computed on held-out secret text that no '
-             'bound covers, and the drop/no-dp arms carry no guarantee. Keep this page inside the security '
+             'bound covers, and the reference arms carry no floor guarantee. Keep this page inside the security '
              'team.</p>']
-    head = ["arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", "floor k=1", "s"]
+    k = (doc.get("floor") or {}).get("k", 1)
+    head = ["arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", f"floor k={k}",
+            "protection", "s"]
     rows = [[td("base"), td(None), td(None), *_cells(doc["base"].get("public"), td),
-             *_cells(doc["base"].get("secret-tied"), td), td(None), td(None), td(None)]]
+             *_cells(doc["base"].get("secret-tied"), td), td(None), td(None), td(None), td(None)]]
+    classes = [""]
     for name, r in doc["arms"].items():
         br = (f'{r["bound_ratio_min"]:.2g}…{r["bound_ratio_max"]:.2g}' if r.get("bound_ratio_max") is not None
               else "≤ 1 (calibrated)" if name == "uniform" else "—")
-        fl = (r.get("undetected_floor") or {}).get("1")
+        fl = (r.get("floor") or {}).get("bound")
+        if fl is None:
+            fl = (r.get("undetected_floor") or {}).get("1")
         rows.append([td(name), td(r.get("sigma"), True, ".4g"), td(r.get("sum_w_over_n"), True, ".3f"),
                      *_cells((r.get("slices") or {}).get("public"), td),
                      *_cells((r.get("slices") or {}).get("secret-tied"), td), td(br),
-                     td(fl, True, ".2g") if fl is not None else td("none"), td(r.get("seconds"), True, ".0f")])
-    parts.append(table(head, rows))
+                     td(fl, True, ".2g") if fl is not None else td("none"), td(protection_label(r)),
+                     td(r.get("seconds"), True, ".0f")])
+        classes.append("bad" if r.get("meets_floor") is False and r.get("protection") != "reference" else "")
+    parts.append(table(head, rows, classes=classes))
+    lv = doc.get("levels")
+    if lv:
+        from repoguard.report.pareto import pareto_svg
+
+        svg = pareto_svg(lv)
+        parts.append('<h3>Floor levels: the Pareto picture</h3><p>Each protected arm trained at every floor level '
+                     f'r ∈ {{{", ".join(f"{x:g}" for x in lv["r"])}}} (k = {lv["k"]}, p = {lv["p"]:g}; '
+                     'declared targets unchanged): x is the floor bound the arm achieves (a secret nobody declared, '
+                     'living in k untied examples; lower is safer), y its held-out public loss (lower is better). '
+                     'The references meet no floor (bound 1) and are drawn as dashed lines at their loss. An arm '
+                     'whose points share one x is one the floor does not bind: its σ is set by the declared '
+                     'secrets, and its bound sits below every level. One training run per point, with fresh '
+                     'randomness: repeat compare before reading small differences in loss.</p>')
+        parts.append(svg if svg else '<p class="muted">(floor sweep: no data)</p>')
+        parts.append("<ul>" + "".join(f"<li>{e(best_sentence(b))}</li>" for b in lv.get("best") or []) + "</ul>")
+        lrows = []
+        for name, pts in _ordered(lv["arms"]):
+            for x in pts:
+                lrows.append([td(name), td(x["r"], True, "g"), td(x.get("sigma"), True, ".4g"),
+                              td(x.get("floor_bound"), True, ".2g"), td(x.get("public_loss"), True, ".3f"),
+                              td("yes" if x.get("meets_floor") else "NO" if x.get("meets_floor") is False else "—")])
+        for name, ref in _ordered(lv["references"]):
+            lrows.append([td(f"{name} (reference)"), td("no floor"), td(ref.get("sigma"), True, ".4g"),
+                          td(ref.get("floor_bound"), True, ".2g"), td(ref.get("public_loss"), True, ".3f"), td("no")])
+        parts.append(table(["arm", "floor r", "σ", "floor bound", "public loss", "meets floor"], lrows))
     parts.append(img(curve_plot(doc), "held-out loss against step per arm"))
     for sl in _slices(doc):
         parts.append(img(slice_plot(doc, sl), f"final metrics per arm: {sl}"))
@@ -160,6 +203,14 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                           td(f'{what}{r.get("path")}:{r.get("start_line")}'), td(r.get("prefix"))])
         parts.append(table(["no-dp rank", "score", "hush rank", "score", "secrets", "example", "prefix (redacted)"], rrows))
     return "".join(parts)
+
+
+def _ordered(d: dict) -> list[tuple]:
+    """`d`'s items in `ARMS` order (compare.json is written with sorted keys)."""
+    from repoguard.evaluation.compare import ARMS
+
+    rank = {a: i for i, a in enumerate(ARMS)}
+    return sorted(d.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
 
 
 def _cells(m: dict | None, td) -> list[str]:
