@@ -164,19 +164,11 @@ def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, 
 
 
 # ---- equal protection (issue 26): the same targets, floor and ledger state for every arm -------
-def _np_oracle(parts, p: float, h: float = 1e-3) -> float:
-    """Independent Neyman–Pearson bound min_ε e^ε p + δ(ε) of a secret in one untied example,
-    from dp_accounting's own PLD of each Poisson-subsampled Gaussian part (ρ, σ, T) (connect the
-    dots, FFT self-composition, parts composed), both adjacency directions (its δ is the max)."""
-    from dp_accounting.pld import privacy_loss_distribution as pldm
+def _np_oracle(parts, p: float) -> float:
+    """Independent Neyman–Pearson bound of a secret in one untied example (`floor_oracle`)."""
+    from floor_oracle import floor_bound
 
-    pld = None
-    for rho, sigma, steps in parts:
-        one = pldm.from_gaussian_mechanism(standard_deviation=sigma, sensitivity=1.0, sampling_prob=rho,
-                                           value_discretization_interval=h, use_connect_dots=True).self_compose(steps)
-        pld = one if pld is None else pld.compose(one)
-    eps = np.arange(0.0, np.log(1 / p) + 1.0, 2e-3)
-    return float(np.min(np.exp(eps) * p + np.asarray(pld.get_delta_for_epsilon(eps))))
+    return floor_bound(parts, p)
 
 
 def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planned):
@@ -331,3 +323,28 @@ def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, mo
     assert len(calls) == 1 and doc["ledger"]["runs"] == 1 and doc["ledger"]["head"] == snap.head
     assert doc["arms"]["hush"]["sigma"] == pytest.approx(want.sigma, rel=1e-9)
     assert all(doc["arms"][a]["meets_floor"] for a in ("hush", "uniform", "drop-dp"))
+
+
+def test_repeats_give_mean_and_spread_per_arm(planned):
+    """`repeats`: every arm trained N times with fresh randomness and LoRA init seed + i; the
+    summary's mean/sd/range are those of the per-repeat losses, and the table prints them."""
+    import statistics
+
+    from repoguard.config import load_config
+    from repoguard.evaluation.compare import format_table, run_compare
+
+    repo, out = planned
+    cfg = dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training,
+                              max_length=48, learning_rate=2e-2, seed=SEED, eval_max_examples=8,
+                              eval_max_lines=2, micro_batch_size=8, eval_every=0)
+    doc = run_compare(root=repo, out=out, cfg=cfg, arms=("drop-dp",), seed=SEED, steps=2, show_progress=False,
+                      risk=False, repeats=3)
+    rep = doc["repeats"]["drop-dp"]
+    assert rep["n"] == 3 and len(rep["public_loss"]) == 3
+    assert rep["public_loss"][0] == doc["arms"]["drop-dp"]["slices"]["public"]["loss"]
+    assert len(set(rep["public_loss"])) == 3                      # another init and other batches each time
+    assert rep["public_mean"] == pytest.approx(statistics.fmean(rep["public_loss"]))
+    assert rep["public_sd"] == pytest.approx(statistics.stdev(rep["public_loss"]))
+    assert rep["public_min"] <= rep["public_mean"] <= rep["public_max"]
+    assert all((out / "compare" / f"drop-dp.r{i}.json").is_file() for i in (1, 2))
+    assert "over 3 repeats" in format_table(doc)

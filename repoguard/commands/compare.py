@@ -25,6 +25,9 @@ def register(parser) -> None:
     parser.add_argument("--floors", default=None, metavar="R1,R2,…",
                         help="also train the protected arms at each floor level r (e.g. 1e-3,1e-2,0.1; p and k "
                              "of the floor, declared targets unchanged): floor bound against public loss")
+    parser.add_argument("--repeats", "--seeds", type=int, default=1, metavar="N",
+                        help="train every arm N times (fresh randomness, LoRA init seed + i) and report "
+                             "mean ± sd of the held-out losses (default 1)")
     parser.add_argument("--steps", type=int, default=None, help="steps per arm (default: the plan's T)")
     parser.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
                         help="phase-1 steps of the two-phase arms (default: [training] phase1_steps, else T)")
@@ -51,6 +54,8 @@ def run(args) -> int:
         raise InputError(f"--steps: must be ≥ 1, got {args.steps}")
     if args.risk_sample < 0:
         raise InputError(f"--risk-sample: must be ≥ 0, got {args.risk_sample}")
+    if args.repeats < 1:
+        raise InputError(f"--repeats: must be ≥ 1, got {args.repeats}")
     if args.phase1_steps is not None and args.phase1_steps < 1:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
     floor = resolve(config, args.undetected)
@@ -58,7 +63,7 @@ def run(args) -> int:
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,
                       resume=not args.fresh, show_progress=not (args.quiet or args.json),
                       floor=floor, risk=not args.no_risk, floors=floors,
-                      risk_sample=args.risk_sample, phase1_steps=args.phase1_steps)
+                      risk_sample=args.risk_sample, phase1_steps=args.phase1_steps, repeats=args.repeats)
     if args.json:
         print_json(doc)
     elif not args.quiet:

@@ -85,7 +85,8 @@ def parse_floors(text: str, p: float) -> tuple[float, ...]:
 
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
-                risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None) -> dict:
+                risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None,
+                repeats: int = 1) -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
     "split": digest, "eval_set": sizes, "risk": summary or None, "floor": the floor record,
     "ledger": the snapshot's summary, "levels": the floor sweep or None}. Results are saved per
@@ -111,6 +112,10 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
 
     `seed` None: fresh sampler and noise randomness per arm (compare means); an int makes every
     arm reproducible (tests only: a private model's noise must not be predictable).
+    `repeats` N > 1: every arm is trained N times (repeat i: LoRA init seed `[training] seed` + i,
+    fresh sampler and noise randomness; `OUT/compare/<arm>.r<i>/`); `doc["arms"]` keeps repeat 0
+    and `doc["repeats"]` = {arm: `repeat_summary`} (mean ± sample sd, min, max of the public and
+    secret-tied losses).
     `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T).
     Raises InputError (bad steps, no held-out split, unknown arm) and PolicyError (the ledger's
     spending leaves some target or the floor unreachable)."""
@@ -168,9 +173,21 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                incidence=incidence, base_plan=base_plan, snap=snap, phase1=(b1, t1), resume=resume,
                show_progress=show_progress, base_metrics=doc["base"], cdir=cdir, base_saved=bool(cfg.model))
     plans = {}
+    if repeats < 1:
+        raise InputError(f"--repeats: must be ≥ 1, not {repeats}")
+    if repeats > 1:
+        doc["repeats"] = {}
     for name in arms:
         doc["arms"][name], plans[name] = _run_arm(ctx, name, und, arm_dir=cdir / name, key=key,
                                                   keep=name in KEEP_ADAPTERS)
+        if repeats > 1:
+            runs = [doc["arms"][name]]
+            for i in range(1, repeats):
+                rctx = dataclasses.replace(ctx, cfg=dataclasses.replace(cfg, seed=cfg.seed + i),
+                                           seed=None if ctx.seed is None else ctx.seed + i)
+                runs.append(_run_arm(rctx, name, und, arm_dir=cdir / f"{name}.r{i}", key={**key, "repeat": i},
+                                     keep=False)[0])
+            doc["repeats"][name] = repeat_summary(runs)
     if levels:
         doc["levels"] = _sweep(ctx, [a for a in arms if a in PROTECTED], und, levels, doc, key)
     for name, r in doc["arms"].items():
@@ -307,6 +324,40 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
     return result, plan
 
 
+def repeat_summary(runs: list[dict]) -> dict:
+    """Over an arm's repeats: {"n", "public_loss": [...], "tied_loss": [...], and per slice
+    "<slice>_mean", "<slice>_sd" (sample standard deviation, 0 for one run), "<slice>_min",
+    "<slice>_max"} for slices "public" and "tied" (secret-tied; None when not scored)."""
+    import statistics
+
+    out: dict = {"n": len(runs)}
+    for key, sl in (("public", "public"), ("tied", "secret-tied")):
+        vals = [((r.get("slices") or {}).get(sl) or {}).get("loss") for r in runs]
+        vals = [float(v) for v in vals if v is not None]
+        out[f"{key}_loss"] = vals
+        out[f"{key}_mean"] = statistics.fmean(vals) if vals else None
+        out[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else (0.0 if vals else None)
+        out[f"{key}_min"] = min(vals) if vals else None
+        out[f"{key}_max"] = max(vals) if vals else None
+    return out
+
+
+def format_repeats(doc: dict) -> list[str]:
+    """The repeats as text: per arm the public and secret-tied loss, mean ± sd [min, max] over n."""
+    rep = doc.get("repeats") or {}
+    if not rep:
+        return []
+    n = max(v["n"] for v in rep.values())
+    out = [f"over {n} repeats (fresh sampler and noise randomness, LoRA init seed + i), held-out loss "
+           "mean ± sd [min, max]:"]
+    for name, v in rep.items():
+        label = protection_label(doc["arms"][name])
+        cells = [f"{v[k + '_mean']:.3f} ± {v[k + '_sd']:.3f} [{v[k + '_min']:.3f}, {v[k + '_max']:.3f}]"
+                 if v.get(k + "_mean") is not None else "—" for k in ("public", "tied")]
+        out.append(f"  {name:>18}  public {cells[0]}  tied {cells[1]}  ({label})")
+    return out
+
+
 def _run_floor(plan, ctx: _Ctx, und) -> dict:
     """{str(k): bound} this run alone gives a secret in k untied examples (k = 1, 10 and the
     floor's k), at the plan's ρ_u, σ and T: the `undetected_floor` column of earlier compares."""
@@ -440,6 +491,8 @@ def format_table(doc: dict) -> str:
                      protection_label(r), f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
     lines = [floor_title(doc)] + ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    if doc.get("repeats"):
+        lines += ["", *format_repeats(doc)]
     if doc.get("levels"):
         lines += ["", *format_levels(doc["levels"])]
     return "\n".join(lines)

@@ -48,7 +48,8 @@ def collect_compare(out: Path) -> dict | None:
     risk = _read(cdir / "risk.json")
     return {"base": doc.get("base") or {}, "eval_set": doc.get("eval_set") or {}, "split": doc.get("split"),
             "arms": arms, "risk": risk if isinstance(risk, dict) and risk.get("top") is not None else None,
-            "floor": doc.get("floor"), "ledger": doc.get("ledger"), "levels": doc.get("levels")}
+            "floor": doc.get("floor"), "ledger": doc.get("ledger"), "levels": doc.get("levels"),
+            "repeats": doc.get("repeats")}
 
 
 def _slices(doc: dict) -> list[str]:
@@ -157,6 +158,19 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                      td(r.get("seconds"), True, ".0f")])
         classes.append("bad" if r.get("meets_floor") is False and r.get("protection") != "reference" else "")
     parts.append(table(head, rows, classes=classes))
+    rep = doc.get("repeats")
+    if rep:
+        n = max(v["n"] for v in rep.values())
+        parts.append(f'<h3>Over {n} repeats</h3><p>Every arm trained {n} times (fresh sampler and noise randomness, '
+                     'LoRA init seed + i); held-out loss mean ± sample sd and range. The table above is repeat 0.</p>')
+        rrows = []
+        for name, v in _ordered(rep):
+            rrows.append([td(name), *(td(f'{v[k + "_mean"]:.3f} ± {v[k + "_sd"]:.3f}') if v.get(k + "_mean") is not None
+                                      else td(None) for k in ("public", "tied")),
+                          *(td(f'{v[k + "_min"]:.3f} … {v[k + "_max"]:.3f}') if v.get(k + "_min") is not None
+                            else td(None) for k in ("public", "tied")),
+                          td(protection_label(doc["arms"].get(name) or {}))])
+        parts.append(table(["arm", "public loss", "tied loss", "public range", "tied range", "protection"], rrows))
     lv = doc.get("levels")
     if lv:
         from repoguard.report.pareto import pareto_svg
