@@ -50,7 +50,7 @@ from repoguard.accounting.calibrate import calibrate  # noqa: E402
 from repoguard.accounting.divergences import DEFAULT_ALPHAS  # noqa: E402
 from repoguard.accounting.ledger import append_entry, raw_state, read_entries, spending, verify  # noqa: E402
 from repoguard.accounting.pld import _coarsen, pair_from_record, pld_bound  # noqa: E402
-from repoguard.plan import _spent_arrays, _spent_pairs  # noqa: E402
+from repoguard.accounting.calibrate import spent_arrays, spent_histories  # noqa: E402
 
 ALPHAS = [f"{x:g}" for x in DEFAULT_ALPHAS]
 
@@ -111,14 +111,14 @@ def night_runs(w: World, night: int, steps: int) -> tuple[ls.Run, ls.Run]:
 
 def plan_inputs(path: Path | None, state: ls.State | None, w: World, nights: int, steps: int, p0: float, r):
     """What `repoguard plan` derives from the ledger: spending dicts (timed by the caller), then
-    the arrays and histories `calibrate` takes (`plan._spent_arrays`, `plan._spent_pairs`)."""
+    the arrays and histories `calibrate` takes (`calibrate.spent_arrays`, `calibrate.spent_histories`)."""
     if state is None:
         spent, pairs = spending(path)
     else:
         spent, pairs = state.spent(), state.pairs()
     secrets = [SimpleNamespace(id=s) for s in w.ids]
-    skl, sre = _spent_arrays(secrets, spent, DEFAULT_ALPHAS)
-    hist = _spent_pairs(secrets, spent, pairs)
+    skl, sre = spent_arrays(secrets, spent, DEFAULT_ALPHAS)
+    hist = spent_histories(secrets, spent, pairs)
     return skl, sre, hist
 
 

@@ -215,7 +215,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     whose earlier spending makes their target unreachable."""
     import time
 
-    from repoguard.accounting.calibrate import Infeasible, calibrate
+    from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.errors import PolicyError
     from repoguard.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
@@ -231,8 +231,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     r = np.array([s.r for s in secrets], dtype=float)
     caps = secret_caps(p, r, cap)
     alphas = tuple(DEFAULT_ALPHAS)
-    skl, sre = _spent_arrays(secrets, ledger_spent or {}, alphas)
-    hist = _spent_pairs(secrets, ledger_spent or {}, ledger_pairs or {})
+    skl, sre = spent_arrays(secrets, ledger_spent or {}, alphas)
+    hist = spent_histories(secrets, ledger_spent or {}, ledger_pairs or {})
     csc = incidence.matrix.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
     if adjacency == "replace":
@@ -512,33 +512,6 @@ def _json_safe(obj):
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
-
-
-def _spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.ndarray]:
-    """Ledger spending as arrays aligned with `secrets` and `alphas`; an α the ledger lacks for a
-    secret that has spent something counts as +inf (unknown)."""
-    skl = np.zeros(len(secrets))
-    sre = np.zeros((len(secrets), len(alphas)))
-    for j, s in enumerate(secrets):
-        if s.id not in ledger_spent:
-            continue
-        kl, ren = ledger_spent[s.id]
-        skl[j] = kl
-        sre[j] = [ren.get(f"{a:g}", float("inf")) for a in alphas]
-    return skl, sre
-
-
-def _spent_pairs(secrets, ledger_spent: dict, ledger_pairs: dict) -> list:
-    """Earlier runs' pairs aligned with `secrets`: a tuple of (Mixture, a, steps) per secret, or
-    None where the ledger spent without recording them (older entries, or pairs not passed).
-    Secrets the ledger never saw get () (nothing spent)."""
-    from repoguard.accounting.pld import pair_from_record
-
-    out = []
-    for s in secrets:
-        recs = ledger_pairs.get(s.id, None if s.id in ledger_spent else [])
-        out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
-    return out
 
 
 def _refuse_grouped_replace(secrets, cols) -> None:

@@ -66,14 +66,14 @@ class FloorAccount:
 
     def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
                  ledger_spent: dict, ledger_pairs: dict, legacy: tuple = ()) -> None:
-        from repoguard.plan import _spent_arrays, _spent_pairs
+        from repoguard.accounting.calibrate import spent_arrays, spent_histories
 
         self.target, self.r_run, self.steps = target, float(r_run), int(steps)
         self.method, self.adjacency, self.alphas = method, adjacency, tuple(alphas)
         acct = [SimpleNamespace(id=target.account)]
-        skl, sre = _spent_arrays(acct, ledger_spent, self.alphas)
+        skl, sre = spent_arrays(acct, ledger_spent, self.alphas)
         self.skl, self.sre = skl, sre
-        hist = _spent_pairs(acct, ledger_spent, ledger_pairs)[0]
+        hist = spent_histories(acct, ledger_spent, ledger_pairs)[0]
         self.history = hist
         self.legacy = tuple(legacy)
         for sigma, t in self.legacy:                      # runs before the account: worst case ρ = 1

@@ -549,3 +549,33 @@ def calibrate_sigma(secret_rhos, priors, targets, steps: int, method: str = "bes
     paper's) or "renyi" (Hush Lemma 3.2). Raises `Infeasible` or ValueError."""
     return calibrate(secret_rhos, priors, targets, steps, method=method, adjacency=adjacency,
                      alphas=alphas).sigma
+
+
+def spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.ndarray]:
+    """Ledger spending (`accounting.ledger.spent`: {id: (KL, {α: D_α})}) as `calibrate`'s
+    `spent_kl` (n_secrets,) and `spent_renyi` (n_secrets, n_alpha) arrays, aligned with `secrets`
+    (objects with `.id`) and `alphas`; nats. An α the ledger lacks for a secret that has spent
+    something counts as +inf (unknown)."""
+    skl = np.zeros(len(secrets))
+    sre = np.zeros((len(secrets), len(alphas)))
+    for j, s in enumerate(secrets):
+        if s.id not in ledger_spent:
+            continue
+        kl, ren = ledger_spent[s.id]
+        skl[j] = kl
+        sre[j] = [ren.get(f"{a:g}", float("inf")) for a in alphas]
+    return skl, sre
+
+
+def spent_histories(secrets, ledger_spent: dict, ledger_pairs: dict) -> list:
+    """`calibrate`'s `spent_pairs`: earlier runs' pairs (`accounting.ledger.spent_pairs` records)
+    aligned with `secrets`: a tuple of (Mixture, a, steps) per secret, or
+    None where the ledger spent without recording them (older entries, or pairs not passed).
+    Secrets the ledger never saw get () (nothing spent)."""
+    from repoguard.accounting.pld import pair_from_record
+
+    out = []
+    for s in secrets:
+        recs = ledger_pairs.get(s.id, None if s.id in ledger_spent else [])
+        out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
+    return out

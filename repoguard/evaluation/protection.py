@@ -14,8 +14,9 @@ certified by `accounting.calibrate` with the floor as one more secret, as `plan.
 - `drop-dp`: examples tied to any secret removed (w = 0), w = 1 elsewhere, ρ = B/n_untied, σ =
   σ_floor at that ρ (what a careful team does without Hush); declared secrets are never sampled,
   so their bound is their prior p;
-- `two-phase-noised` [JFT §3.1]: `build_plan(phase1=(B₁, T₁))` reserves σ₁ for a noised phase 1
-  on the public examples and counts it spent, so phase 2's σ ≥ σ_floor with both phases composed.
+- `two-phase-noised` [JFT §3.1]: σ₁ reserved for a noised phase 1 on the public examples
+  (`undetected.FloorAccount.reserve_phase1`, as `build_plan(phase1=…)` does) and counted spent;
+  phase 2 keeps the hush plan's weights with σ re-certified, so σ ≥ σ_floor over both phases.
 
 References (`REFERENCES`) meet the declared targets or nothing, never the floor: `drop`
 (tied examples removed, no noise), `no-dp` (no noise) and `two-phase` (clear phase 1, then the
@@ -213,13 +214,14 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     `undetected.FloorAccount.reserve_phase1` (half the floor's headroom, ρ₁ = B₁/n_public), counted
     as spent before σ is calibrated, so the floor holds over both phases; the record goes to
     `extra["undetected_floor"]["phase1"]`, where `training.phases.prepare` takes σ₁ from.
-    (`build_plan(phase1=…)` would do the same, but its paper-KL diagnostic raises PolicyError
-    whenever a reserved phase 1 exceeds the floor's KL budget, which at the default p it always
-    does.) `like`: the plan whose c, cap and extra (LP, retention…) the arm inherits."""
+    (Unlike `build_plan(phase1=…)`, c is not re-optimised for phase 1's share: phase 2 keeps the
+    hush weights, so the two arms differ only by phase 1.) `like`: the plan whose c, cap and
+    extra (LP, retention…) the arm inherits."""
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.accounting.calibrate import Infeasible, calibrate
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
-    from repoguard.plan import Plan, SecretPlan, _spent_arrays, _spent_pairs
+    from repoguard.accounting.calibrate import spent_arrays, spent_histories
+    from repoguard.plan import Plan, SecretPlan
     from repoguard.undetected import FloorAccount
 
     secrets = incidence.secrets
@@ -228,8 +230,8 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(len(secrets))]
     p = np.array([s.p for s in secrets], float)
     r = np.array([s.r for s in secrets], float)
-    skl, sre = _spent_arrays(secrets, snap.spent, alphas)
-    hist = list(_spent_pairs(secrets, snap.spent, snap.pairs))
+    skl, sre = spent_arrays(secrets, snap.spent, alphas)
+    hist = list(spent_histories(secrets, snap.spent, snap.pairs))
     rhos = [rho[ix] for ix in cols]
     steps, method, adjacency = base_plan.steps, base_plan.accountant, base_plan.adjacency
     floor_in = enforce and rho_u > 0
