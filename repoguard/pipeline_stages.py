@@ -18,7 +18,8 @@ import logging
 from pathlib import Path
 
 from repoguard import __version__
-from repoguard.pipeline import AUDIT_STEPS, Context, ledger_heads, plan_defaults, source_digest, tree_digest
+from repoguard.pipeline import (AUDIT_STEPS, Context, batch_rule_line, choose_batch, ledger_heads, source_digest,
+                                tree_digest, untied_count)
 
 log = logging.getLogger("repoguard")
 
@@ -103,11 +104,8 @@ class analyze:
         s = run_analyze(ctx.repo, ctx.config, ctx.out).summary
         untied = None
         inc = _incidence(ctx)
-        if inc is not None:     # tied to no secret and not held out: what B is clamped to (plan_defaults)
-            from repoguard.evaluation.split import split_from_config
-
-            test = split_from_config(inc.example_ids, ctx.config.plan).test
-            untied = int(((inc.matrix.getnnz(axis=1) == 0) & ~test).sum())
+        if inc is not None:     # tied to no secret and not held out: the batch rule's n (choose_batch)
+            untied = untied_count(inc, ctx.config.plan)
         return {"files": s["files"], "examples": s["examples"], "secrets": s["secrets"],
                 "incidences": s["incidences"], "public_examples": untied,
                 "per_secret": s["per_secret"], "seconds": s["total_seconds"]}
@@ -132,10 +130,19 @@ def _incidence(ctx):
 
 
 # -- plan -----------------------------------------------------------------------------------------
+def _batch_choice(ctx) -> dict:
+    """B and T of this run's plan and why (`choose_batch`; plan.json `extra["batch_rule"]`)."""
+    public = ctx.infos.get("analyze", {}).get("public_examples")
+    if public is None:
+        inc = _incidence(ctx)
+        public = untied_count(inc, ctx.config.plan) if inc is not None else 0
+    return choose_batch(ctx.config, public, batch_size=ctx.settings.batch_size, steps=ctx.settings.steps)
+
+
 def _plan_params(ctx) -> dict:
     s, pc = ctx.settings, ctx.config.plan
-    public = ctx.infos.get("analyze", {}).get("public_examples") or 0
-    batch, steps = plan_defaults(ctx.config, s, public)
+    choice = _batch_choice(ctx)
+    batch, steps = choice["batch_size"], choice["steps"]
     c = 0.0 if s.sweep else (s.c if s.c is not None else pc.c)
     return {"batch_size": batch, "steps": steps, "clip_norm": s.clip_norm or pc.clip_norm, "c": c,
             "cap": s.cap or pc.cap, "accountant": s.accountant or pc.accountant,
@@ -238,6 +245,7 @@ class plan:
                 prog.close()
         p.extra["ledger_head"] = head
         p.extra["budget_fraction"] = frac
+        p.extra["batch_rule"] = _batch_choice(ctx)
         from repoguard.provenance import analysis_config_digest
 
         p.extra["inputs"] = {"config": analysis_config_digest(ctx.config)}     # save_plan adds the rest
@@ -254,7 +262,8 @@ class plan:
                 "binding_secret": s["binding_secret"], "ledger_head": head,
                 "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target),
                 "exposures": s["exposures"], "insecure_runs": s["insecure_runs"],
-                "undetected_floor": _floor_summary(p.extra.get("undetected_floor"))}
+                "undetected_floor": _floor_summary(p.extra.get("undetected_floor")),
+                "batch_rule": p.extra["batch_rule"]}
 
     @staticmethod
     def outputs(ctx):
@@ -268,7 +277,8 @@ class plan:
                 f"retained Σw/n = {info['retained_fraction']:.3f}, {bounds}"
                 + (f"; {_floor_line(info.get('undetected_floor'))}" if info.get("undetected_floor") else "")
                 + (f"; {len(info['exposures'])} acknowledged exposure(s) by a clear phase (bound 1): "
-                   + ", ".join(sorted({x['secret'] for x in info['exposures']})) if info.get("exposures") else ""))
+                   + ", ".join(sorted({x['secret'] for x in info['exposures']})) if info.get("exposures") else "")
+                + (f"\n       {batch_rule_line(info['batch_rule'])}" if info.get("batch_rule") else ""))
 
 
 def _floor_line(fl: dict) -> str:

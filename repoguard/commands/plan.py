@@ -10,8 +10,11 @@ def register(parser) -> None:
     from repoguard.commands._common import add_json_flag, add_path_argument
 
     add_path_argument(parser)
-    parser.add_argument("--batch-size", type=float, default=None, metavar="B", help="expected batch size B")
-    parser.add_argument("--steps", type=int, default=None, metavar="T", help="training steps T")
+    parser.add_argument("--batch-size", type=float, default=None, metavar="B",
+                        help="expected batch size B (default: [plan] batch_size when the config sets it, else the "
+                             "batch rule from the number of untied examples; plan.json extra.batch_rule says which)")
+    parser.add_argument("--steps", type=int, default=None, metavar="T",
+                        help="training steps T (default: [plan] steps when the config sets it, else the batch rule)")
     parser.add_argument("--clip-norm", type=float, default=None, metavar="C", help="per-example clip norm C")
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--c", type=float, default=None, help="LP scale c (budgets c·cap_j)")
@@ -44,12 +47,10 @@ def _run(args, config, out) -> int:
     from repoguard.plan import build_plan, save_plan
 
     pc = config.plan
-    batch = args.batch_size if args.batch_size is not None else pc.batch_size
-    steps = args.steps if args.steps is not None else pc.steps
     clip = args.clip_norm if args.clip_norm is not None else pc.clip_norm
     c = 0.0 if args.sweep else (args.c if args.c is not None else pc.c)
-    for flag, v in (("--batch-size", batch), ("--steps", steps), ("--clip-norm", clip)):
-        if not v > 0:
+    for flag, v in (("--batch-size", args.batch_size), ("--steps", args.steps), ("--clip-norm", clip)):
+        if v is not None and not v > 0:
             raise InputError(f"{flag}: must be > 0, not {v!r}")
     if c < 0:
         raise InputError(f"--c: must be > 0, not {c!r}")
@@ -59,6 +60,11 @@ def _run(args, config, out) -> int:
     warn(inc.summary.get("unmatched") or {})
     from repoguard.evaluation.split import split_from_config
     split = split_from_config(inc.example_ids, pc)
+    from repoguard.pipeline import choose_batch, untied_count
+
+    # the same choice as `run`'s plan stage: flag, else [plan] in the file, else the batch rule
+    choice = choose_batch(config, untied_count(inc, pc), batch_size=args.batch_size, steps=args.steps)
+    batch, steps = choice["batch_size"], choice["steps"]
     from repoguard.accounting.published import check_published, mark_insecure
 
     check_published(out, out / "ledger.jsonl")       # a deleted ledger never resets the budget
@@ -83,6 +89,7 @@ def _run(args, config, out) -> int:
         if progress is not None:
             progress.close()
     plan.extra["ledger_head"] = head
+    plan.extra["batch_rule"] = choice
     from repoguard.provenance import analysis_config_digest
 
     plan.extra["inputs"] = {"config": analysis_config_digest(config)}    # save_plan adds corpus, incidence
@@ -111,7 +118,7 @@ def plan_summary(plan, target) -> dict:
         "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
         "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
         "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
-        "floor_bought": plan.extra.get("floor_bought"),
+        "batch_rule": plan.extra.get("batch_rule"), "floor_bought": plan.extra.get("floor_bought"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
         "exposures": plan.extra.get("exposures", []),
@@ -193,6 +200,10 @@ def _print(plan, summary) -> None:
         con.print(f"uniform DP-SGD (w = 1, ρ = B/n) needs σ = {summary['sigma_uniform']:.5g} for the same targets: "
                   f"noise reduction σ_uniform/σ = {summary['noise_reduction']:.3g}×")
     _print_floor(con, summary.get("undetected_floor"), summary.get("floor_bought"), summary.get("sigma_uniform"))
+    if summary.get("batch_rule"):
+        from repoguard.pipeline import batch_rule_line
+
+        con.print(batch_rule_line(summary["batch_rule"]), markup=False)
     if summary.get("holdout"):
         h = summary["holdout"]
         con.print(f"held out for evaluation: {h['n_files']} files, {h['n_examples']} examples (ρ = 0; "

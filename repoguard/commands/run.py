@@ -27,10 +27,11 @@ def register(parser) -> None:
     a("--fail-on-findings", action="store_true", help="exit 1 after the scan when it finds credentials")
     g = parser.add_argument_group("plan (default: [plan] in the config)")
     g.add_argument("--steps", type=int, default=None, metavar="T",
-                   help="training steps T (default: [plan] steps; 100 with the embedded tiny model)")
+                   help="training steps T (default: [plan] steps when the config sets it, else the batch rule "
+                        "from the number of untied examples, as `repoguard plan`)")
     g.add_argument("--batch-size", type=float, default=None, metavar="B",
-                   help="expected batch size B (default: [plan] batch_size; with the embedded model 16, "
-                        "at most the number of examples tied to no secret)")
+                   help="expected batch size B (default: [plan] batch_size when the config sets it, else the "
+                        "batch rule: grows with √n, at most the number n of untied training examples)")
     g.add_argument("--budget-fraction", type=float, default=None, metavar="F",
                    help="spend at most this share of each secret's remaining headroom r − b₀ "
                         "(default 1; 0.5 with --scheduled, so later runs keep a budget)")
