@@ -325,7 +325,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         except Infeasible as exc:
             if n_sec in exc.secrets:
                 from repoguard.undetected import infeasible_message
-                raise PolicyError(infeasible_message(und)) from None
+                raise PolicyError(infeasible_message(und, legacy=len(acct.legacy))) from None
             raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
     from repoguard.accounting.pld import pair_record
 

@@ -107,7 +107,7 @@ class FloorAccount:
         except Infeasible:
             if not strict:
                 return math.inf
-            raise PolicyError(infeasible_message(self.target)) from None
+            raise PolicyError(infeasible_message(self.target, legacy=len(self.legacy))) from None
 
     def reserve_phase1(self, rho1: float, steps1: int) -> dict:
         """A noised phase 1 of this run (k examples at ρ₁ for T₁ steps) gets σ₁ meeting
@@ -130,10 +130,14 @@ class FloorAccount:
         return self.phase1
 
 
-def infeasible_message(target: Undetected) -> str:
+def infeasible_message(target: Undetected, legacy: int = 0) -> str:
+    """The one-line refusal when the ledger leaves the floor no budget (`legacy`: earlier runs
+    counted at ρ = 1 because they recorded no floor account)."""
+    why = (f"; {legacy} earlier run(s) recorded no floor account and count at their worst case, ρ = 1"
+           if legacy else "")
     return (f"undetected floor: no noise level (σ ≤ 1e6) keeps a secret in k = {target.k} untied "
             f"example(s) within r = {target.r:g} at p = {target.p:g}; the ledger's earlier runs spent its "
-            "budget (lower the floor with [defaults] undetected = { r = … }, or \"off\" to opt out)")
+            f"budget{why} (lower the floor with [defaults] undetected = {{ r = … }}, or \"off\" to opt out)")
 
 
 def legacy_runs(ledger_path, target: Undetected) -> list[tuple[float, int]]:

@@ -161,3 +161,32 @@ def test_table_output(project, capsys):
     assert main(["plan", str(root), "--out", str(out), "--c", "2"]) == 0
     text = capsys.readouterr().out
     assert "per-secret bounds" in text and "paper's KL accountant" in text
+
+
+def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsys):
+    """A ledger entry with no floor account (recorded before issue 26, or for another k) is counted
+    for the floor at ρ = 1 with its σ and steps: the next plan needs more noise, or is refused
+    with a line that says why."""
+    from repoguard.config import Undetected
+    from repoguard.incidence import load_incidence
+    from repoguard.plan import build_plan
+    from repoguard.undetected import legacy_runs
+
+    root, out = project
+    inc = load_incidence(out)
+    old = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=None)       # no floor record
+    assert "undetected_floor" not in old.extra
+    record_run(out / "ledger.jsonl", old, run_id="old-1", steps_completed=1, status="interrupted")
+    und = Undetected(1, 1e-10, 1e-3)
+    assert legacy_runs(out / "ledger.jsonl", und) == [(old.sigma, 1)]
+    assert legacy_runs(out / "ledger.jsonl", Undetected(3, 1e-10, 1e-3)) == [(old.sigma, 1)]
+    with_old = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und,
+                          floor_legacy=tuple(legacy_runs(out / "ledger.jsonl", und)))
+    without = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und)
+    assert with_old.extra["undetected_floor"]["sigma_floor"] > without.extra["undetected_floor"]["sigma_floor"]
+    assert with_old.extra["undetected_floor"]["meets_r"]
+    # 300 steps at the old σ with ρ = 1 spend more than the whole budget: refused, saying why
+    from repoguard.errors import PolicyError
+
+    with pytest.raises(PolicyError, match=r"1 earlier run\(s\) recorded no floor account .*ρ = 1"):
+        build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, floor_legacy=((old.sigma, 300),))
