@@ -256,7 +256,7 @@ class plan:
         ratios = [x.achieved_bound / true_r[x.id] for x in p.secrets]   # against the configured r
         n = len(p.example_ids)
         return {"sigma": p.sigma, "batch_size": p.batch_size, "steps": p.steps, "c": p.c,
-                "sum_w": s["sum_w"], "retained_fraction": s["sum_w"] / n if n else None,
+                "sum_w": s["sum_w"], "retained_fraction": (s.get("retention") or {}).get("retained"),
                 "positive_fraction": float((p.w > 0).mean()) if n else None,
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,

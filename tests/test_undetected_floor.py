@@ -47,6 +47,11 @@ def test_default_run_meets_the_floor_and_every_output_says_so(fixture_repo_copy,
     assert spent(out / "ledger.jsonl")["@undetected:k=1"][0] > 0
     html = (out / "report" / "report.html").read_text()
     assert "undetected floor" in html and "OFF (opt-out)" not in html
+    # one "retained" figure for the plan, the run summary and the report (issue 28 item 4)
+    retained = plan["extra"]["retention"]["retained"]
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert s["retained_fraction"] == retained == report["plan"]["retained"]
+    assert f"{retained:.3f}" in html
 
 
 @pytest.mark.slow

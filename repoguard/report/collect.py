@@ -204,7 +204,9 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
         doc["plan"] = {"sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
                        "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
                        "adjacency": plan.adjacency, "n_examples": len(plan.example_ids),
-                       "sum_w": float(plan.w.sum()), "retained": float(np.mean(plan.w > 0)) if plan.w.size else 0.0,
+                       "sum_w": float(plan.w.sum()),
+                       # one definition everywhere (issue 28 item 4): Σw over training examples / n_train
+                       "retained": (plan.extra.get("retention") or {}).get("retained"),
                        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
                        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
                        "exposures": plan.extra.get("exposures", []),

@@ -66,7 +66,7 @@ def _summary(doc: dict) -> str:
     if p:
         cards += [_card("noise multiplier σ", _num(p["sigma"], ".4g")), _card("batch B / steps T",
                   f'{_num(p["batch_size"], "g")} / {_num(p["steps"], "d")}'), _card("clip norm C", _num(p["clip_norm"], "g")),
-                  _card("c (LP scale)", _num(p["c"], "g")), _card("examples retained", f'{100 * p["retained"]:.1f}%')]
+                  _card("c (LP scale)", _num(p["c"], "g")), _card("retained Σw/n (training examples)", _num(p["retained"], ".3f"))]
     if s:
         cards += [_card("secrets within target", "NONE: NO PRIVACY (--no-dp)" if s.get("no_privacy")
                         else f'{s["met"]} / {s["count"]}'),
