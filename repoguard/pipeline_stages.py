@@ -156,7 +156,7 @@ def _floor_summary(rec: dict | None) -> dict | None:
     return {k: rec.get(k) for k in ("k", "p", "r", "enabled", "achieved_bound", "sigma_floor", "meets_r", "binds")}
 
 
-def _floor_kwargs(ctx, params: dict, before: dict, frac: float) -> dict:
+def _floor_kwargs(ctx, params: dict, before: dict, frac: float, pairs: dict) -> dict:
     """`build_plan`'s undetected-floor arguments for this run: `--undetected` or `[defaults]`, its
     run target under the budget fraction (the floor's ledger account follows `run_targets` like a
     secret), and phase 1's reservation when `[training]` runs a noised phase 1."""
@@ -165,7 +165,7 @@ def _floor_kwargs(ctx, params: dict, before: dict, frac: float) -> dict:
 
     target = undetected.resolve(ctx.config, ctx.settings.undetected)
     acct = Secret(target.account, "undetected", target.p, target.r)
-    r_run = run_targets([acct], before, frac)[0].r if target.enabled else None
+    r_run = run_targets([acct], before, frac, pairs)[0].r if target.enabled else None
     return undetected.plan_kwargs(target, ctx.ledger, training=_train_cfg(ctx), batch_size=params["batch_size"],
                                   steps=params["steps"], r_run=r_run)
 
@@ -174,21 +174,40 @@ NO_SECRETS = ("no secrets declared or found: nothing to protect (every example w
               "so a secret nobody declared gets no bound)")
 
 
-def run_targets(secrets, ledger_spent: dict, fraction: float) -> list:
-    """This run's targets: r_run = b₀ + f·(r − b₀), b₀ the bound the ledger's spending alone
-    gives (min of the KL and Rényi bounds, Hush Lemma 3.2), f = `fraction`. σ calibrated to
-    r_run leaves (1 − f) of the headroom to later runs; f = 1 spends all of it. A secret already
-    at or over r keeps r (the plan then refuses it)."""
+def run_targets(secrets, ledger_spent: dict, fraction: float, ledger_pairs: dict | None = None) -> list:
+    """This run's targets: r_run = b₀ + f·(r − b₀), f = `fraction`, b₀ the *certified* bound the
+    ledger's spending alone gives: the minimum of the KL and Rényi bounds (Hush Lemma 3.2) and,
+    where `ledger_pairs` (`accounting.ledger.spent_pairs`) holds the secret's earlier runs, the
+    Neyman–Pearson bound of their composed pairs (`pld.pld_bound` with nothing added, as the
+    calibration's budget check does). σ calibrated to r_run leaves (1 − f) of the headroom to
+    later runs, so after night k the binding secret sits near (1 − (1−f)^k)·r (DESIGN.md
+    "Ledger"); f = 1 spends all of it. A secret already at or over r keeps r (the plan then
+    refuses it). Secrets with the same history share one Neyman–Pearson evaluation."""
+    import json
+
+    import numpy as np
+
     from repoguard.accounting.bounds import kl_bound, renyi_bound
+    from repoguard.accounting.divergences import Mixture
+    from repoguard.accounting.pld import pair_from_record, pld_bound
 
     if fraction >= 1:
         return list(secrets)
+    nothing = Mixture(np.zeros(1, dtype=np.int64), np.zeros(1), 0)
+    cache: dict[tuple, float] = {}
     out = []
     for s in secrets:
         kl0, ren0 = ledger_spent.get(s.id, (0.0, {}))
         b0 = float(kl_bound(kl0, s.p))
         for a, v in ren0.items():
             b0 = min(b0, float(renyi_bound(v, float(a), s.p)))
+        recs = (ledger_pairs or {}).get(s.id)
+        if recs and b0 > s.p:
+            key = (json.dumps(recs, sort_keys=True), s.p)
+            if key not in cache:
+                hist = tuple(pair_from_record(d) for d in recs)
+                cache[key] = float(pld_bound(nothing, 0.0, 0, s.p, history=hist)[0][0])
+            b0 = min(b0, cache[key])
         b0 = max(b0, s.p)
         out.append(dataclasses.replace(s, r=b0 + fraction * (s.r - b0)) if b0 < s.r else s)
     return out
@@ -233,8 +252,8 @@ class plan:
         if not 0 < frac <= 1:
             raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
         true_r = {x.id: x.r for x in inc.secrets}
-        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac))
-        floor = _floor_kwargs(ctx, params, before, frac)
+        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac, pairs))
+        floor = _floor_kwargs(ctx, params, before, frac, pairs)
         prog = _Progress() if ctx.settings.show_progress else None
         from repoguard.evaluation.split import split_from_config
         try:

@@ -251,6 +251,34 @@ def test_run_targets_spend_a_fraction_of_the_remaining_headroom():
     assert run_targets([a, b, c], spent, 1.0) == [a, b, c]
 
 
+def test_run_targets_use_the_certified_bound_of_the_ledgers_pairs():
+    """b₀ is the certified bound of the earlier runs (issue 28 item 2): with the secret's pairs the
+    Neyman–Pearson bound of their composition, far below the KL/Rényi bound at a small prior, so
+    night k ends near (1 − (1−f)^k)·r instead of spending nearly everything on night 2."""
+    import numpy as np
+
+    from repoguard.accounting.bounds import kl_bound, renyi_bound
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture
+    from repoguard.accounting.pld import pair_record, pld_bound
+    from repoguard.incidence import Secret
+    from repoguard.pipeline_stages import run_targets
+    from repoguard.undetected import run_pair
+
+    p, r = 1e-10, 2e-3                               # one night at the fixture's floor spends ≈ 1e-3
+    mix, a, t, kl, ren = run_pair(1, 0.154, 0.49, 20, "zero-out", DEFAULT_ALPHAS)
+    spent = {"d": (kl, {f"{x:g}": v for x, v in zip(DEFAULT_ALPHAS, ren)})}
+    pairs = {"d": [pair_record(mix, a, t)]}
+    d = Secret("d", "declared", p, r, "")
+    nothing = Mixture(np.zeros(1, dtype=np.int64), np.zeros(1), 0)
+    b_np = float(pld_bound(nothing, 0.0, 0, p, history=((mix, a, t),))[0][0])
+    b_div = min([float(kl_bound(kl, p))] + [float(renyi_bound(v, x, p)) for x, v in zip(DEFAULT_ALPHAS, ren)])
+    assert p < b_np < r < b_div                      # the divergences alone say "over budget"
+    (with_pairs,) = run_targets([d], spent, 0.5, pairs)
+    assert with_pairs.r == pytest.approx(b_np + 0.5 * (r - b_np))
+    (without,) = run_targets([d], spent, 0.5)
+    assert without.r == r                            # divergences only: the fraction cannot apply
+
+
 @pytest.mark.slow
 def test_replan_against_a_moved_ledger_is_reported_as_run(fixture_repo_copy, capsys):
     """The first run's training appends to the ledger; the plan's input (the last entry of other
