@@ -79,10 +79,12 @@ class FloorAccount:
         for sigma, t in self.legacy:                      # runs before the account: worst case ρ = 1
             self.add(1.0, sigma, t)
         self.phase1 = None
+        self._sigma: dict[tuple, float] = {}      # (ρ_u, method) → σ_floor: the plan asks again for c*
 
     def add(self, rho: float, sigma: float, steps: int) -> tuple:
         """Count one earlier mechanism (k examples at ρ, σ, T) as spent; returns its pair."""
         mix, a, t, kl, ren = run_pair(self.target.k, rho, sigma, steps, self.adjacency, self.alphas)
+        self._sigma = {}
         self.skl = self.skl + kl
         self.sre = self.sre + ren[None, :]
         if self.history is not None:
@@ -100,14 +102,18 @@ class FloorAccount:
 
         if not rho_u > 0:
             return 0.0
+        key = (float(rho_u), method or self.method)
+        if key in self._sigma:
+            return self._sigma[key]
         try:
-            return float(calibrate([np.full(self.target.k, rho_u)], [self.target.p], [self.r_run], self.steps,
-                                   method=method or self.method, adjacency=self.adjacency, alphas=self.alphas,
-                                   **self.calibrate_args()).sigma)
+            cal = calibrate([np.full(self.target.k, rho_u)], [self.target.p], [self.r_run], self.steps,
+                            method=key[1], adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args())
         except Infeasible:
             if not strict:
                 return math.inf
             raise PolicyError(infeasible_message(self.target, legacy=len(self.legacy))) from None
+        self._sigma[key] = float(cal.sigma)
+        return self._sigma[key]
 
     def reserve_phase1(self, rho1: float, steps1: int) -> dict:
         """A noised phase 1 of this run (k examples at ρ₁ for T₁ steps) gets σ₁ meeting
