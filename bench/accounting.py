@@ -26,7 +26,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from repoguard.accounting.calibrate import calibrate  # noqa: E402
-from repoguard.weighting import secret_caps, solve_weights  # noqa: E402
+from repoguard.planning.weighting import secret_caps, solve_weights  # noqa: E402
 
 
 def peak_rss_mb() -> float:

@@ -34,12 +34,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from repoguard import analyzers  # noqa: E402
-from repoguard.analyze import TrackingCache, run_analyzers  # noqa: E402
+from repoguard.analyzers.analyze import TrackingCache, run_analyzers  # noqa: E402
 from repoguard.analyzers import _files, history  # noqa: E402
 from repoguard.analyzers import imports as imports_analyzer  # noqa: E402
-from repoguard.config import load_config  # noqa: E402
-from repoguard.corpus import build_corpus  # noqa: E402
-from repoguard.gitrepo import GitRepo  # noqa: E402
+from repoguard.core.config import load_config  # noqa: E402
+from repoguard.source.corpus import build_corpus  # noqa: E402
+from repoguard.source.gitrepo import GitRepo  # noqa: E402
 
 
 def _children_cpu() -> float:

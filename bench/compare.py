@@ -44,9 +44,9 @@ def main(argv=None) -> int:
 
     from repo_tools import build
     from repoguard.cli import main as cli
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
     from repoguard.evaluation.compare import format_table, run_compare
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rg-compare-") as tmp:

@@ -14,9 +14,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-from repoguard.config import CorpusConfig
-from repoguard.corpus import build_corpus
-from repoguard.gitrepo import PlainDir
+from repoguard.core.config import CorpusConfig
+from repoguard.source.corpus import build_corpus
+from repoguard.source.gitrepo import PlainDir
 
 
 def read_floor(root: Path, paths: list[str]) -> tuple[float, int]:

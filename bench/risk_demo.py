@@ -25,7 +25,7 @@ def main() -> None:
     from repo_tools import build, git
     from repoguard.audit.risk import run_risk_audit, table_lines
     from repoguard.training.data import default_redactor
-    from repoguard.training.pipeline import RunOptions, run_training
+    from repoguard.pipeline.train_stage import RunOptions, run_training
 
     work = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="risk-demo-"))
     repo = build(work / "monorepo")

@@ -14,10 +14,10 @@ import warnings
 from typing import Sequence
 
 from repoguard import __version__
-from repoguard.artefacts import disk_full
+from repoguard.core.artefacts import disk_full
 from repoguard.commands import COMMANDS
 from repoguard.commands._common import common_options
-from repoguard.errors import EXIT_INTERNAL, EXIT_IOERR, EXIT_USAGE, RepoguardError
+from repoguard.core.errors import EXIT_INTERNAL, EXIT_IOERR, EXIT_USAGE, RepoguardError
 
 log = logging.getLogger("repoguard")
 

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from repoguard.analyzers import imports as imports_analyzer
-from repoguard.gitrepo import GitRepo
+from repoguard.source.gitrepo import GitRepo
 
 ENV = {
     "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from repoguard.analyze import run_analyze
-from repoguard.config import load_config
-from repoguard.corpus import load_corpus
-from repoguard.gitrepo import GitRepo
-from repoguard.incidence import load_incidence
+from repoguard.analyzers.analyze import run_analyze
+from repoguard.core.config import load_config
+from repoguard.source.corpus import load_corpus
+from repoguard.source.gitrepo import GitRepo
+from repoguard.analyzers.incidence import load_incidence
 
 ANALYZERS = ("declared", "imports", "ownership", "cochange", "codenames")
 
@@ -129,7 +129,7 @@ def test_credential_findings_become_credential_secrets(analyzed, monorepo_module
 def test_load_caches_reads_every_section_from_one_file(tmp_path):
     """Sections come from one decode of OUT/cache/analyzers.json; a missing, unreadable or
     other-version file gives empty caches, never an error."""
-    from repoguard.analyze import CACHE_FILE, FORMAT_VERSION, load_caches, save_cache
+    from repoguard.analyzers.analyze import CACHE_FILE, FORMAT_VERSION, load_caches, save_cache
 
     save_cache(tmp_path, load_caches(tmp_path, ["imports"]) | {"codenames": {"k": 1}}, prune=False)
     got = load_caches(tmp_path, ["imports", "codenames", "other"])
@@ -145,7 +145,7 @@ def test_load_caches_reads_every_section_from_one_file(tmp_path):
 
 def test_analyze_only_keeps_the_other_analyzers_cache(fixture_repo_copy):
     """`analyze --only codenames` neither uses nor prunes the imports cache of a full run."""
-    from repoguard.analyze import CACHE_FILE
+    from repoguard.analyzers.analyze import CACHE_FILE
     from repoguard.cli import main
 
     root = fixture_repo_copy

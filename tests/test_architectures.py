@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 from repoguard.training.data import collate, per_example_loss
 from repoguard.training.dp_step import DPStep
 from repoguard.training.model import apply_lora, detect_lora_targets

@@ -90,7 +90,7 @@ def test_second_call_reuses_the_cache_and_a_corrupt_entry_is_rebuilt(small_corpu
     # A cache that cannot be created: one line naming the directory.
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
     with pytest.raises(InputError, match=r"file/sub: cannot create the model cache"):
         bm.ensure_base(config=SMALL, cache_dir=blocker / "sub", corpus=small_corpus, show_progress=False)
 
@@ -127,8 +127,8 @@ def test_pretrained_base_knows_public_code_far_better_than_a_random_model(embedd
     import torch
 
     from repoguard.cli import main
-    from repoguard.corpus import load_corpus
-    from repoguard.incidence import load_incidence
+    from repoguard.source.corpus import load_corpus
+    from repoguard.analyzers.incidence import load_incidence
     from repoguard.training.data import collate, default_redactor, example_texts, per_example_loss, tokenize
     from repoguard.training.model import tiny_llama
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from repoguard.cli import main
-from repoguard.config import Config, PlanConfig, load_config
-from repoguard.pipeline import RunSettings, batch_rule, choose_batch, plan_defaults
-from repoguard.plan import load_plan
+from repoguard.core.config import Config, PlanConfig, load_config
+from repoguard.pipeline.context import RunSettings, plan_defaults
+from repoguard.planning.batch_rule import batch_rule, choose_batch
+from repoguard.planning.plan import load_plan
 
 
 @pytest.mark.parametrize("n, b, t", [
@@ -52,10 +53,10 @@ def test_choice_sources_flag_config_file_and_default(tmp_path):
 
 def _run_plan_stage(repo: Path, out: Path, settings: RunSettings) -> dict:
     """`repoguard run`'s analyze and plan stages (no training), as the runner calls them."""
-    from repoguard import pipeline_stages as st
-    from repoguard.config import default_config_path
-    from repoguard.gitrepo import open_repo
-    from repoguard.pipeline import Context, load_state
+    from repoguard.pipeline import stages as st
+    from repoguard.core.config import default_config_path
+    from repoguard.source.gitrepo import open_repo
+    from repoguard.pipeline.context import Context, load_state
 
     cfg_path = default_config_path(repo)
     config = load_config(cfg_path)
@@ -92,7 +93,7 @@ def test_plan_cli_flags_and_config_override_the_rule(tmp_path, capsys):
     """On a synthetic incidence (no training): flags, then `[plan]` in the file, then the rule."""
     import numpy as np
 
-    from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
+    from repoguard.analyzers.incidence import Evidence, Secret, build_incidence, save_incidence
 
     files = {f"src/f{i}.py": [2 * i, 2 * i + 1] for i in range(100)}
     ids = [f"ex{i}" for i in range(200)]

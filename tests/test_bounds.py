@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import norm
 
 from repoguard.accounting.bounds import kl_bound, reconstruction_bound, renyi_bound
-from repoguard.weighting import binary_kl
+from repoguard.accounting.bounds import binary_kl
 
 
 @pytest.mark.parametrize("p", [1e-4, 1e-10])

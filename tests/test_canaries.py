@@ -11,7 +11,7 @@ import pytest
 from audit_helpers import SECRET, canary_pair, prepare_out
 from repoguard.audit.canaries import CanaryFormat, choose_examples, insert_canary
 from repoguard.audit.exposure import exposure_at_level, exposure_tail_bound
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_insert_and_choose(fixture_repo, tmp_path):
 
 
 def _renyi(out):
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     return next(s for s in plan.secrets if s.id == SECRET).renyi_spent

@@ -5,9 +5,9 @@ from analyzer_helpers import commit, git, make_repo
 
 from repoguard.analyzers import cochange
 from repoguard.analyzers.history import load_history
-from repoguard.config import parse_config
-from repoguard.corpus import build_corpus
-from repoguard.gitrepo import GitRepo
+from repoguard.core.config import parse_config
+from repoguard.source.corpus import build_corpus
+from repoguard.source.gitrepo import GitRepo
 
 CONFIG = """
 [[secret]]

@@ -8,10 +8,10 @@ import pytest
 from analyzer_helpers import commit, make_repo
 
 from repoguard.analyzers import codenames
-from repoguard.config import parse_config
-from repoguard.errors import InputError
-from repoguard.corpus import build_corpus
-from repoguard.gitrepo import GitRepo
+from repoguard.core.config import parse_config
+from repoguard.core.errors import InputError
+from repoguard.source.corpus import build_corpus
+from repoguard.source.gitrepo import GitRepo
 
 CONFIG = """
 [[secret]]
@@ -126,8 +126,8 @@ def test_unmatched_reads_the_codename_of_each_row_not_its_reason(tmp_path):
     reworded = [dataclasses.replace(e, reason="(reworded)") for e in ev]
     assert unmatched(repo, corpus, cfg, reworded, ["codenames"])["alpha"] == problems
     # and the selector survives the incidence artefact
-    from repoguard.analyze import declared_secrets
-    from repoguard.incidence import build_incidence, load_incidence, save_incidence
+    from repoguard.analyzers.analyze import declared_secrets
+    from repoguard.analyzers.incidence import build_incidence, load_incidence, save_incidence
 
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, declared_secrets(cfg), ev, corpus.examples)
     save_incidence(inc, tmp_path / "out")

@@ -34,11 +34,11 @@ def test_a_fresh_adapter_scores_exactly_as_the_base(planned):
     model's logits are the base's, bit for bit, on the shared evaluation set."""
     import copy
 
-    from repoguard.config import load_config
-    from repoguard.corpus import load_corpus
+    from repoguard.core.config import load_config
+    from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.metrics import Evaluator, plan_evaluator
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.model import TINY_LORA_TARGETS, apply_lora, build_tiny_model
 
@@ -58,8 +58,8 @@ def test_a_fresh_adapter_scores_exactly_as_the_base(planned):
 def test_no_arm_can_sample_a_held_out_example_and_uniform_meets_every_target(planned):
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.evaluation.compare import ARMS, arm_plan
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.sampler import PoissonSampler
 
     _repo, out = planned
@@ -92,7 +92,7 @@ def test_no_arm_can_sample_a_held_out_example_and_uniform_meets_every_target(pla
 
 
 def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, capsys):
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
     from repoguard.evaluation.compare import run_compare
 
     repo, out = planned
@@ -105,9 +105,9 @@ def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, 
     assert list(got) == list(arms)
     rows = [got[a]["eval_rows"] for a in arms]
     assert all(r == rows[0] for r in rows) and rows[0]["public"] and rows[0]["secret-tied"]
-    from repoguard.evaluation.split import slices
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.source.split import slices
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     sl = slices(load_incidence(out), load_plan(out).test_mask)
     for name, idx in rows[0].items():
         assert set(idx) <= set(int(i) for i in sl[name])                # held-out rows only
@@ -176,10 +176,10 @@ def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planne
     floor (k = 1, p = 1e-10, r = 1e-3) and every declared target; dp_accounting, on each arm's ρ_u,
     σ and T (and phase 1's ρ₁, σ₁, T₁), agrees, and fails at half the floor's σ (the check can
     fail). The references are marked as not meeting it (bound 1: trained without noise)."""
-    from repoguard.config import Undetected
+    from repoguard.core.config import Undetected
     from repoguard.evaluation.protection import PROTECTED, REFERENCES, arm_plan
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
 
     _repo, out = planned
     base, inc = load_plan(out), load_incidence(out)
@@ -214,11 +214,11 @@ def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planne
 def test_floor_off_and_bad_floor_levels(planned, capsys):
     """With the floor off, no arm claims to meet it and the title says so; --floors takes numbers
     strictly between the floor's p and 1 (one-line errors, exit 2, before any training)."""
-    from repoguard.config import Undetected
+    from repoguard.core.config import Undetected
     from repoguard.evaluation.compare import floor_title, parse_floors
     from repoguard.evaluation.protection import arm_plan
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
 
     repo, out = planned
     base, inc = load_plan(out), load_incidence(out)
@@ -239,7 +239,7 @@ def test_floor_sweep_and_pareto_report(planned):
     """`floors`: the protected arms at each level r (σ falls and the floor bound rises with r,
     each ≤ its r), the references once; the report draws the Pareto plot as inline SVG and says
     which arm is lowest at each level."""
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
     from repoguard.evaluation.compare import format_table, run_compare
 
     repo, out = planned
@@ -277,13 +277,13 @@ def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, mo
     the hush arm's σ is `build_plan`'s with that ledger (and above the fresh plan's σ), and compare
     reads the ledger once for all arms."""
     from repoguard.accounting import ledger as ledger_mod
-    from repoguard.config import Undetected, load_config
+    from repoguard.core.config import Undetected, load_config
     from repoguard.evaluation.compare import run_compare
     from repoguard.evaluation.protection import arm_plan, snapshot
-    from repoguard.evaluation.split import Split
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import build_plan, load_plan
-    from repoguard.undetected import legacy_runs
+    from repoguard.source.split import Split
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import build_plan, load_plan
+    from repoguard.planning.undetected import legacy_runs
 
     repo = tmp_path / "monorepo"
     monorepo_module.build(repo)
@@ -330,7 +330,7 @@ def test_repeats_give_mean_and_spread_per_arm(planned):
     summary's mean/sd/range are those of the per-repeat losses, and the table prints them."""
     import statistics
 
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
     from repoguard.evaluation.compare import format_table, run_compare
 
     repo, out = planned

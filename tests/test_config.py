@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from repoguard.cli import main
-from repoguard.config import load_config, parse_config
-from repoguard.errors import InputError
+from repoguard.core.config import load_config, parse_config
+from repoguard.core.errors import InputError
 
 GOOD = textwrap.dedent("""\
     [defaults]

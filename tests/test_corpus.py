@@ -4,10 +4,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repoguard.config import CorpusConfig, load_config
-from repoguard.corpus import (build_corpus, chunk_spans, definition_starts, language_of, load_corpus,
+from repoguard.core.config import CorpusConfig, load_config
+from repoguard.source.corpus import (build_corpus, chunk_spans, definition_starts, language_of, load_corpus,
                               save_corpus)
-from repoguard.gitrepo import GitRepo, PlainDir
+from repoguard.source.gitrepo import GitRepo, PlainDir
 
 
 @settings(max_examples=300, deadline=None)

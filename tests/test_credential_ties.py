@@ -6,12 +6,12 @@ import random
 import string
 import zlib
 
-from repoguard.analyze import run_analyze
-from repoguard.config import load_config
-from repoguard.corpus import load_corpus
+from repoguard.analyzers.analyze import run_analyze
+from repoguard.core.config import load_config
+from repoguard.source.corpus import load_corpus
 from repoguard.credentials.checksums import base62
-from repoguard.gitrepo import GitRepo
-from repoguard.incidence import load_incidence
+from repoguard.source.gitrepo import GitRepo
+from repoguard.analyzers.incidence import load_incidence
 
 
 def _token() -> str:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from repoguard.plan import Plan
+from repoguard.planning.plan import Plan
 from repoguard.training.data import tokenize
 from repoguard.training.ddp import Dist, init_from_env, shutdown, sync_parameters
 from repoguard.training.dp_step import flat_params

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from repoguard.analyze import run_analyze
-from repoguard.config import load_config
-from repoguard.gitrepo import GitRepo
+from repoguard.analyzers.analyze import run_analyze
+from repoguard.core.config import load_config
+from repoguard.source.gitrepo import GitRepo
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from repoguard.accounting.ledger import read_entries, record_run, side_dir, verify
 from repoguard.cli import main
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.errors import InputError, PolicyError
 
 FAST_PLAN = ["--steps", "20", "--batch-size", "8", "--c", "1"]
 NEW_SECRET = """
@@ -44,8 +44,8 @@ def _plan(capsys, repo: Path, *extra) -> tuple[int, dict | None, str]:
 
 def _public_ids(out: Path) -> list[str]:
     """Training examples tied to no secret (what a public phase may train on)."""
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
 
     inc, plan = load_incidence(out), load_plan(out)
     tied = inc.matrix.getnnz(axis=1) > 0
@@ -63,7 +63,7 @@ def trained_in_clear(fixture_repo_copy, capsys):
     rc, doc, err = _plan(capsys, repo)
     assert rc == 0, err
     assert doc["exposures"] == []
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     ids = _public_ids(out)
@@ -129,7 +129,7 @@ def test_declaring_a_secret_over_clear_trained_examples_is_reported_and_refused(
     assert sec["weekly-digest"]["dp_bound"] <= sec["weekly-digest"]["r"]   # σ still meets r for this run
     assert all(s["achieved_bound"] <= s["r"] * (1 + 1e-6) for k, s in sec.items() if k != "weekly-digest")
     assert doc["binding_secret"] != "weekly-digest"
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     assert plan.extra["exposures"][0]["acknowledged"] and plan.extra["clear_runs"] == ["two-phase-1"]
@@ -182,7 +182,7 @@ def test_ledger_verify_catches_an_edited_or_removed_clear_file(trained_in_clear,
     assert rc == 1 and "clear-phase ids" in err and "does not match its digest" in err
     with pytest.raises(PolicyError, match="clear-phase ids"):
         _refuse_plan(out)
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     files = sorted(side_dir(ledger).iterdir())
     with pytest.raises(PolicyError, match="edited or swapped"):   # never extended past tampering
@@ -199,7 +199,7 @@ def test_ledger_verify_catches_an_edited_or_removed_clear_file(trained_in_clear,
 
 def _refuse_plan(out: Path) -> None:
     from repoguard.accounting.exposures import plan_exposures
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     plan_exposures(out / "ledger.jsonl", load_incidence(out), ())
 
@@ -218,7 +218,7 @@ def test_deep_verify_checks_the_content_address(tmp_path):
 
 def test_clear_ids_must_be_training_examples_of_the_plan(trained_in_clear):
     _repo, out, ids = trained_in_clear
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     ledger = out / "ledger.jsonl"
@@ -242,7 +242,7 @@ def test_a_ledger_from_before_this_change_verifies_and_plans(fixture_repo_copy, 
     repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
     assert _cli(capsys, "analyze", str(repo), "-q")[0] == 0
     assert _plan(capsys, repo)[0] == 0
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     ledger = out / "ledger.jsonl"
@@ -272,7 +272,7 @@ def test_a_ledger_from_before_this_change_verifies_and_plans(fixture_repo_copy, 
     ('[ledger]\nacknowledged_exposures = [1]\n', "must be a list of strings"),
 ])
 def test_acknowledgements_are_validated(tmp_path, text, problem):
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
 
     p = tmp_path / "repoguard.toml"
     p.write_text(text)
@@ -283,7 +283,7 @@ def test_acknowledgements_are_validated(tmp_path, text, problem):
 
 
 def test_valid_acknowledgements_parse(tmp_path):
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
 
     p = tmp_path / "repoguard.toml"
     p.write_text('[ledger]\nacknowledged_exposures = ["alpha", "credential:jwt:3b27efa9d28e@train-20261123T1-ab"]\n')

@@ -7,7 +7,7 @@ import pytest
 
 from audit_helpers import SECRET, canary_pair, one_thread
 from repoguard.audit.extraction import PUBLIC, clamp_lengths, extractable, measure, reference_note
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,8 @@ def test_clamp_lengths():
 @pytest.mark.slow
 def test_no_dp_extracts_the_planted_examples_dp_does_not(pair):
     out, doc, runs = pair
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
 
     plan, inc = load_plan(out), load_incidence(out)
     # The first 8 tokens (BOS + the start of the canary line) as prompt, the next 12 (the rest of

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from repoguard.config import load_config
+from repoguard.core.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

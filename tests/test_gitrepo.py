@@ -6,8 +6,8 @@ import subprocess
 import pytest
 from conftest import git
 
-from repoguard.errors import InputError
-from repoguard.gitrepo import GitRepo, PlainDir, git_blob_sha, open_repo
+from repoguard.core.errors import InputError
+from repoguard.source.gitrepo import GitRepo, PlainDir, git_blob_sha, open_repo
 
 
 def _git_log_reference(repo, *extra):

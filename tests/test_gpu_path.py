@@ -7,8 +7,8 @@ import pytest
 import torch
 from test_architectures import FAMILIES, _lora, _seqs
 
-from repoguard.config import parse_config
-from repoguard.errors import InputError
+from repoguard.core.config import parse_config
+from repoguard.core.errors import InputError
 from repoguard.training.data import collate, per_example_loss
 from repoguard.training.dp_step import DPStep
 from repoguard.training.memory import (batch_cap, enable_gradient_checkpointing, micro_batch_from_probe,

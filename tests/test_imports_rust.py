@@ -81,7 +81,7 @@ def test_resolutions_are_cached_until_the_resolver_inputs_change(tmp_path, monke
     from analyzer_helpers import commit
 
     from repoguard.analyzers import imports as imports_analyzer
-    from repoguard.gitrepo import GitRepo
+    from repoguard.source.gitrepo import GitRepo
 
     root = tmp_path / "r"
     make_repo(root, {

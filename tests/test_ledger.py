@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from repoguard.accounting.ledger import record_run, spent, verify
-from repoguard.errors import InputError, PolicyError
-from repoguard.plan import Plan, SecretPlan
+from repoguard.core.errors import InputError, PolicyError
+from repoguard.planning.plan import Plan, SecretPlan
 
 
 def _plan(sigma=1.5, steps=100):

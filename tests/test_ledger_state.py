@@ -13,7 +13,7 @@ from repoguard.accounting.divergences import mixture
 from repoguard.accounting.ledger import (append_entry, canonical, entry_hash, pairs_of, read_entries, side_dir,
                                          spending, spent, spent_of, verify)
 from repoguard.accounting.pld import pair_from_record, pair_record, pld_bound
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 ALPHAS = ("2", "4", "8")
 

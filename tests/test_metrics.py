@@ -11,7 +11,7 @@ import torch
 
 from repoguard.evaluation.metrics import Evaluator, LineTask, _complete, _cut, build_eval_set, evaluate
 from repoguard.evaluation.periodic import PeriodicEval
-from repoguard.plan import Plan
+from repoguard.planning.plan import Plan
 from repoguard.training.data import collate, tokenize
 from repoguard.training.model import TinyConfig, apply_lora, build_tiny_model
 from repoguard.training.trainer import TrainSettings, train

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from repoguard.cli import main
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 B, T = 6, 4
 
@@ -24,14 +24,14 @@ def planned(tmp_path_factory, monorepo_module):
     monorepo_module.build(repo)
     assert main(["analyze", "-q", str(repo)]) == 0
     assert main(["plan", "-q", "--batch-size", str(B), "--steps", str(T), "--c", "1", str(repo)]) == 0
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     return repo, load_plan(repo / ".repoguard")
 
 
 def test_missed_canary_under_the_floors_ceiling(planned, embedded_base_dir, caplog):
     from repoguard.audit.missed import predicted_exposure
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
     from repoguard.training.phases import public_mask
 
     repo, plan = planned

@@ -10,7 +10,7 @@ from repoguard.cli import main
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.np_rules import strip_extended
 from repoguard.credentials.rules import iter_examples, load_rules
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 PACK = r"""
 rules:

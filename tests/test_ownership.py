@@ -5,9 +5,9 @@ from analyzer_helpers import commit, make_repo
 
 from repoguard.analyzers import codeowners, ownership
 from repoguard.analyzers.history import load_history
-from repoguard.config import parse_config
-from repoguard.corpus import build_corpus
-from repoguard.gitrepo import GitRepo
+from repoguard.core.config import parse_config
+from repoguard.source.corpus import build_corpus
+from repoguard.source.gitrepo import GitRepo
 
 
 def test_last_match_wins_unassign_and_invalid_lines():

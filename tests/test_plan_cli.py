@@ -9,8 +9,8 @@ import pytest
 from repoguard.accounting.bounds import reconstruction_bound
 from repoguard.accounting.ledger import record_run
 from repoguard.cli import main
-from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
-from repoguard.plan import load_plan
+from repoguard.analyzers.incidence import Evidence, Secret, build_incidence, save_incidence
+from repoguard.planning.plan import load_plan
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_plan_writes_a_consistent_plan(project, capsys):
     assert doc["sigma_paper_kl"] > plan.sigma and doc["sigma_ratio_kl_over_this"] > 1
     assert doc["lp"]["solver"] == "GLOP"
     ids = {e: i for i, e in enumerate(plan.example_ids)}
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
     inc = load_incidence(out)
     for s in plan.secrets:
         assert s.achieved_bound <= s.r
@@ -167,10 +167,10 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     """A ledger entry with no floor account (recorded before issue 26, or for another k) is counted
     for the floor at ρ = 1 with its σ and steps: the next plan needs more noise, or is refused
     with a line that says why."""
-    from repoguard.config import Undetected
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import build_plan
-    from repoguard.undetected import legacy_runs
+    from repoguard.core.config import Undetected
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import build_plan
+    from repoguard.planning.undetected import legacy_runs
 
     root, out = project
     inc = load_incidence(out)
@@ -186,7 +186,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     assert with_old.extra["undetected_floor"]["sigma_floor"] > without.extra["undetected_floor"]["sigma_floor"]
     assert with_old.extra["undetected_floor"]["meets_r"]
     # 300 steps at the old σ with ρ = 1 spend more than the whole budget: refused, saying why
-    from repoguard.errors import PolicyError
+    from repoguard.core.errors import PolicyError
 
     with pytest.raises(PolicyError, match=r"1 earlier run\(s\) recorded no floor account .*ρ = 1"):
         build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, floor_legacy=((old.sigma, 300),))

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from analyzer_helpers import git, make_repo
 
-from repoguard.analyze import run_analyze
+from repoguard.analyzers.analyze import run_analyze
 from repoguard.cli import main
-from repoguard.config import parse_config
-from repoguard.corpus import build_corpus, load_corpus
-from repoguard.gitrepo import GitRepo, OutsideRoot
+from repoguard.core.config import parse_config
+from repoguard.source.corpus import build_corpus, load_corpus
+from repoguard.source.gitrepo import GitRepo, OutsideRoot
 
 FALCON = """
 [[secret]]
@@ -33,7 +33,7 @@ owners = false
 
 def _tied(out: Path, secret: str) -> set[str]:
     """Files with an example tied to `secret` in the incidence at `out`."""
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     inc = load_incidence(out)
     corpus = load_corpus(out)
@@ -70,7 +70,7 @@ def test_codename_in_any_text_file_identifier_or_path_ties_the_file(tmp_path):
     assert tied == {"secret/model.py", "config/blend.yaml", "config/settings.toml", "db/positions.sql",
                     "scripts/run.sh", "app/weights.py", "app/heron.py", "app/heron2.py", "app/call.py",
                     "models/falcon-blend.json", "Falcon2/notes.txt", "birds/heron.txt"}
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     reasons = {(e.path, e.reason) for e in load_incidence(out).evidence if e.analyzer == "codenames"}
     assert ("models/falcon-blend.json", "path names codename 'Falcon'") in reasons
@@ -161,8 +161,8 @@ def test_exposure_survives_a_rename(fixture_repo_copy, capsys):
     the new path gave "exposures: none" and `plan` planned as if nothing had been trained in the
     clear."""
     from repoguard.accounting.ledger import record_run
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
 
     repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
     fast = ["--steps", "20", "--batch-size", "8", "--c", "1"]
@@ -198,7 +198,7 @@ TAG_CONFIG = '[[secret]]\nid = "alpha"\npaths = ["secret/**"]\n'
 
 def test_tag_a_directory_tags_the_files_below_it(tmp_path, monkeypatch, capsys):
     """Before: `repoguard tag .` took "." as a file, examined nothing and exited 0 silently."""
-    from repoguard.tagging import MANIFEST, read_manifest
+    from repoguard.tagging.tag import MANIFEST, read_manifest
 
     root = tmp_path / "r"
     make_repo(root, {"repoguard.toml": TAG_CONFIG, "secret/a.py": "A = 1\n", "lib/b.py": "B = 2\n",

@@ -15,11 +15,11 @@ import subprocess
 
 import pytest
 
-from repoguard.analyze import run_analyze
-from repoguard.config import load_config
-from repoguard.corpus import load_corpus
-from repoguard.gitrepo import GitRepo
-from repoguard.incidence import load_incidence
+from repoguard.analyzers.analyze import run_analyze
+from repoguard.core.config import load_config
+from repoguard.source.corpus import load_corpus
+from repoguard.source.gitrepo import GitRepo
+from repoguard.analyzers.incidence import load_incidence
 from repoguard.training.data import default_redactor, example_texts
 
 CUSTOM_RULES = """

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from repoguard.cli import main
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = ["--batch-size", "8", "--steps", "3", "--c", "1"]
@@ -70,7 +70,7 @@ def test_two_concurrent_trains_one_succeeds_the_other_is_refused(repo):
 
 
 def test_plan_and_train_refuse_at_once_while_the_run_lock_is_held(repo, capsys):
-    from repoguard.scheduled import EXIT_LOCKED, run_lock
+    from repoguard.pipeline.scheduled import EXIT_LOCKED, run_lock
 
     out = repo / ".repoguard"
     before = (out / "plan" / "plan.json").read_bytes()
@@ -85,7 +85,7 @@ def test_ledger_append_compare_and_swaps_the_planned_head(tmp_path):
     """Two runs checked against the same head: the first append wins, the second is refused and
     writes nothing; a run's own later records (checkpoints, a resume) still pass."""
     from repoguard.accounting.ledger import GENESIS, read_entries, verify
-    from repoguard.plan import Plan, SecretPlan
+    from repoguard.planning.plan import Plan, SecretPlan
     from repoguard.training.guard import LedgerGuard
 
     w = np.linspace(0.3, 1.0, 8)
@@ -222,8 +222,8 @@ def test_plan_refuses_when_published_artefacts_outlive_their_ledger(repo, capsys
 # -- owner-only ledger and output directory -------------------------------------------------------
 def test_ledger_and_output_directory_are_owner_only(tmp_path):
     from repoguard.accounting.ledger import GENESIS, record_run
-    from repoguard.plan import Plan, SecretPlan
-    from repoguard.scheduled import run_lock
+    from repoguard.planning.plan import Plan, SecretPlan
+    from repoguard.pipeline.scheduled import run_lock
 
     out = tmp_path / "out"
     out.mkdir(mode=0o755)

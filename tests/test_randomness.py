@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 from repoguard.training import randomness
 from repoguard.training.data import tokenize
 from repoguard.training.dp_step import flat_params
@@ -120,7 +120,7 @@ def _small_repo(root: Path) -> Path:
 def test_default_runs_differ_the_test_flag_reproduces_and_is_recorded(tmp_path, drawn, caplog):
     from repoguard.accounting.ledger import read_entries
     from repoguard.cli import main
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     repo = _small_repo(tmp_path)
     assert main(["analyze", "-q", str(repo)]) == 0
@@ -201,8 +201,8 @@ def test_grouped_replace_adjacency_is_refused_and_why(tmp_path):
     from scipy.stats import binom, norm
 
     from repoguard.accounting.bounds import reconstruction_bound
-    from repoguard.incidence import Incidence, Secret
-    from repoguard.plan import build_plan
+    from repoguard.analyzers.incidence import Incidence, Secret
+    from repoguard.planning.plan import build_plan
 
     n, rho, sigma, p = 10, 0.3, 3.0, 0.2
     reported = reconstruction_bound([rho] * n, sigma, 1, p, "best", adjacency="replace")

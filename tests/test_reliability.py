@@ -107,7 +107,7 @@ def test_ledger_append_on_a_full_disk_leaves_no_torn_line(make_repo, capsys, mon
     import os
 
     from repoguard.accounting import ledger
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     repo = _planned(make_repo, capsys)
     path = repo / ".repoguard" / "ledger.jsonl"
@@ -213,8 +213,8 @@ def test_neyman_pearson_bound_keeps_a_rare_example_at_a_small_sigma():
 
 
 def _fixture_rhos(fixture_repo_copy, c: float, batch: float = 8.0):
-    from repoguard.incidence import load_incidence
-    from repoguard.weighting import secret_caps, solve_weights
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.weighting import secret_caps, solve_weights
 
     inc = load_incidence(fixture_repo_copy / ".repoguard")
     p = np.array([s.p for s in inc.secrets])

@@ -84,7 +84,7 @@ def test_plan_cli_refuses_grouped_replace_naming_the_secrets(tmp_path, capsys):
 
 
 def test_plan_cli_single_example_replace_is_sound(tmp_path):
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     repo = _repo(tmp_path, {"alpha": 1, "delta": 1})
     assert main(["plan", "-q", "--batch-size", "3", "--steps", "4", "--c", "1", "--adjacency", "replace",

@@ -50,7 +50,7 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
     assert doc["sections"] == ["summary", "findings", "plan", "secrets", "sweep", "histogram", "explorer", "left-out",
                                "training", "audit"]
     # Secrets table: the plan's numbers for the test secret.
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
     sp = load_plan(out).secrets[0]
     row = doc["secrets"]["rows"][0]
     assert row["id"] == SECRET and row["achieved_bound"] == sp.achieved_bound and row["n_examples"] == 22
@@ -77,8 +77,8 @@ def test_report_json_and_html_on_the_fixture(full_out, capsys):
 def _synthetic_plan(out: Path, n_secrets: int) -> None:
     import scipy.sparse as sp
 
-    from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
-    from repoguard.plan import Plan, SecretPlan, save_plan
+    from repoguard.analyzers.incidence import Evidence, Secret, build_incidence, save_incidence
+    from repoguard.planning.plan import Plan, SecretPlan, save_plan
 
     rng = np.random.default_rng(0)
     n_ex = 2 * n_secrets

@@ -1,4 +1,4 @@
-"""What the weighting keeps per secret and per top-level directory (`repoguard.retention`), as
+"""What the weighting keeps per secret and per top-level directory (`repoguard.planning.retention`), as
 `plan` records it in plan.json and prints it, and the c-sweep's "retention does not change" rule."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from repoguard.cli import main
-from repoguard.incidence import Evidence, Secret, build_incidence
-from repoguard.retention import retention, sweep_retention_flat, top_dir
+from repoguard.analyzers.incidence import Evidence, Secret, build_incidence
+from repoguard.planning.retention import retention, sweep_retention_flat, top_dir
 
 
 def _incidence():
@@ -56,7 +56,7 @@ def test_plan_records_and_prints_retention(fixture_repo_copy, capsys):
     assert "what training keeps per top-level directory" in text and "retained Σw/n" in text
     doc = json.loads((repo / ".repoguard" / "plan" / "plan.json").read_text())
     ret = doc["extra"]["retention"]
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
     plan = load_plan(repo / ".repoguard")
     train = ~plan.test_mask
     assert ret["n_train"] == int(train.sum()) and ret["sum_w"] == pytest.approx(float(plan.w.sum()))

@@ -26,7 +26,7 @@ _RUNS: dict = {}
 def runs(fixture_repo, tmp_path_factory):
     """(repo, {"no-dp": out, "dp": out}, canary example ids): two runs trained once per module."""
     if not _RUNS:
-        from repoguard.training.pipeline import RunOptions, run_training
+        from repoguard.pipeline.train_stage import RunOptions, run_training
 
         base = tmp_path_factory.mktemp("risk")
         repo = base / "monorepo"
@@ -50,7 +50,7 @@ def runs(fixture_repo, tmp_path_factory):
                 run_training(root=repo, out=out, cfg=dataclasses.replace(cfg, learning_rate=LR[label]),
                              opts=RunOptions(private=label == "dp", device="cpu", show_progress=False))
             outs[label] = out
-        from repoguard.corpus import load_corpus
+        from repoguard.source.corpus import load_corpus
 
         corpus = load_corpus(outs["dp"], repo)
         canary_ids = {e.id for e in corpus.examples if e.path in files and e.chunk == 0}
@@ -76,7 +76,7 @@ def test_canary_tops_the_no_dp_table_and_drops_under_dp(runs):
         assert doc["private"] is (label == "dp")
         table = next(t for t in doc["secrets"] if t["secret"] == SECRET)
         npz = np.load(runs["outs"][label] / "audit" / "risk.npz")
-        from repoguard.plan import load_plan
+        from repoguard.planning.plan import load_plan
 
         ids = load_plan(runs["outs"][label]).example_ids
         is_canary = np.array([ids[r] in canary for r in npz["plan_row"]]) & ~npz["credential"]
@@ -100,7 +100,7 @@ def test_calibration_model_never_trained_on_the_examples(runs):
     likely under θ₀ than any other text."""
     from repoguard.audit.lazy import Sampler, score_windows
     from repoguard.audit.risk import trained_window
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
     from repoguard.training.model import load_model
 
     out = runs["outs"]["no-dp"]
@@ -108,11 +108,11 @@ def test_calibration_model_never_trained_on_the_examples(runs):
     assert doc["calibration"]["path"] == runs["cfg"].model
     z = np.load(out / "audit" / "risk.npz")
     # the base was pretrained on held-out files only: none of them is a training example
-    from repoguard.corpus import load_corpus as _lc
+    from repoguard.source.corpus import load_corpus as _lc
     assert runs["held"] and not set(runs["held"]) & {e.path for e in _lc(out, runs["repo"]).examples}
     base, tok = load_model(runs["cfg"].model, device=__import__("torch").device("cpu"), bf16=False)
     assert not any("lora" in n for n, _ in base.named_parameters())
-    from repoguard.corpus import load_corpus
+    from repoguard.source.corpus import load_corpus
     from repoguard.training.data import default_redactor, example_texts, tokenize
 
     plan = load_plan(out)
@@ -148,8 +148,8 @@ def test_no_credential_text_in_any_output(runs, monorepo_module, capsys, monkeyp
         return lambda text, path: (redacted.append(path), red(text, path))[1]
 
     def scored_paths(stem):     # the files of the scored examples (each scanned whole, once)
-        from repoguard.corpus import load_corpus
-        from repoguard.plan import load_plan
+        from repoguard.source.corpus import load_corpus
+        from repoguard.planning.plan import load_plan
 
         ids, corpus = load_plan(out).example_ids, load_corpus(out, runs["repo"])
         by_id = {e.id: e.path for e in corpus.examples}

@@ -12,7 +12,7 @@ import re2
 from repoguard.credentials.assign import ASSIGN  # the fragment keyword-anchored rules share verbatim
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.rules import RuleSet, default_rule_files, iter_examples, load_rules
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 RULES = load_rules()
 _PATHS = ["app/settings.py", "config/nuget.config", "deploy/secret.yaml", "certs/client.p12",

@@ -55,9 +55,9 @@ def test_run_end_to_end_every_artefact_then_skip_and_from(fixture_repo_copy, mon
     assert {f["path"] for f in findings} & {c["path"] for c in monorepo_module.PLANTED_CREDENTIALS if c["in_head"]}
 
     # corpus/ and incidence/: the counts of the summary; credentials became secrets.
-    from repoguard.corpus import load_corpus
-    from repoguard.gitrepo import open_repo
-    from repoguard.incidence import load_incidence
+    from repoguard.source.corpus import load_corpus
+    from repoguard.source.gitrepo import open_repo
+    from repoguard.analyzers.incidence import load_incidence
 
     corpus = load_corpus(out, open_repo(repo).root)
     inc = load_incidence(out)
@@ -68,7 +68,7 @@ def test_run_end_to_end_every_artefact_then_skip_and_from(fixture_repo_copy, mon
     assert any(i.startswith("credential:") for i in ids)
 
     # plan/: σ, T, B as flagged; every achieved bound within its target.
-    from repoguard.plan import load_plan
+    from repoguard.planning.plan import load_plan
 
     plan = load_plan(out)
     assert plan.steps == 10 and plan.batch_size == 8 and plan.sigma == pytest.approx(s["sigma"])
@@ -133,7 +133,7 @@ def test_run_end_to_end_every_artefact_then_skip_and_from(fixture_repo_copy, mon
 
 @pytest.mark.slow
 def test_scheduled_twice_on_one_ledger_then_lock_and_budget_refusal(fixture_repo_copy, capsys):
-    from repoguard.scheduled import EXIT_LOCKED, run_lock
+    from repoguard.pipeline.scheduled import EXIT_LOCKED, run_lock
 
     repo, out = fixture_repo_copy, fixture_repo_copy.parent / "rg-out"
     argv = ["--scheduled", *FAST, "--out", str(out), str(repo)]
@@ -237,8 +237,8 @@ def test_run_targets_spend_a_fraction_of_the_remaining_headroom():
     """r_run = b₀ + f·(r − b₀): b₀ = p with nothing spent; with spending, b₀ is the ledger's own
     bound (Hush Lemma 3.2), and a secret already over r keeps r (the plan then refuses it)."""
     from repoguard.accounting.bounds import kl_bound
-    from repoguard.incidence import Secret
-    from repoguard.pipeline_stages import run_targets
+    from repoguard.analyzers.incidence import Secret
+    from repoguard.pipeline.stages import run_targets
 
     a, b, c = Secret("a", "declared", 1e-6, 1e-2, ""), Secret("b", "declared", 1e-6, 1e-2, ""), \
         Secret("c", "declared", 1e-6, 1e-4, "")
@@ -260,9 +260,9 @@ def test_run_targets_use_the_certified_bound_of_the_ledgers_pairs():
     from repoguard.accounting.bounds import kl_bound, renyi_bound
     from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture
     from repoguard.accounting.pld import pair_record, pld_bound
-    from repoguard.incidence import Secret
-    from repoguard.pipeline_stages import run_targets
-    from repoguard.undetected import run_pair
+    from repoguard.analyzers.incidence import Secret
+    from repoguard.pipeline.stages import run_targets
+    from repoguard.planning.undetected import run_pair
 
     p, r = 1e-10, 2e-3                               # one night at the fixture's floor spends ≈ 1e-3
     mix, a, t, kl, ren = run_pair(1, 0.154, 0.49, 20, "zero-out", DEFAULT_ALPHAS)
@@ -286,9 +286,10 @@ def test_replan_against_a_moved_ledger_is_reported_as_run(fixture_repo_copy, cap
     train re-plan against the moved ledger. The output must say the plan was re-made (a line after
     "plan: unchanged, skipped", the summary's `ran`, the state's record and seconds)."""
     from repoguard.accounting.ledger import read_entries
-    from repoguard.config import load_config
-    from repoguard.gitrepo import open_repo
-    from repoguard.pipeline import RunSettings, run_pipeline
+    from repoguard.core.config import load_config
+    from repoguard.source.gitrepo import open_repo
+    from repoguard.pipeline.context import RunSettings
+    from repoguard.pipeline.runner import run_pipeline
 
     repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"
     half = ["--budget-fraction", "0.5"]  # leaves budget for the second run's plan

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 from repoguard.training.sampler import PoissonSampler, micro_batches, shard
 
 RHO = np.concatenate([np.full(10, 0.01), np.linspace(0.05, 0.9, 30), np.full(5, 1.0), np.zeros(5)])

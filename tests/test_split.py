@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from repoguard.cli import main
-from repoguard.errors import InputError
-from repoguard.evaluation.split import example_path, holdout_split, slices
-from repoguard.incidence import Evidence, Secret, build_incidence, save_incidence
-from repoguard.plan import load_plan
+from repoguard.core.errors import InputError
+from repoguard.source.split import example_path, holdout_split, slices
+from repoguard.analyzers.incidence import Evidence, Secret, build_incidence, save_incidence
+from repoguard.planning.plan import load_plan
 
 IDS = [f"pkg/m{i}.py#{k}@{i:012x}" for i in range(60) for k in range(3)]
 
@@ -62,7 +62,7 @@ def test_plan_holds_out_files_with_rho_zero_and_records_the_digest(tmp_path, cap
     doc = json.loads((out / "plan" / "plan.json").read_text())
     assert doc["extra"]["holdout"]["digest"] == split.digest
     # The untied training examples keep w = 1: the LP ran on the training rows only.
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
     inc = load_incidence(out)
     untied = inc.matrix.getnnz(axis=1) == 0
     assert np.all(plan.w[untied & ~plan.test_mask] == 1.0)
@@ -75,7 +75,7 @@ def test_plan_holds_out_files_with_rho_zero_and_records_the_digest(tmp_path, cap
 
 
 def test_trainer_refuses_a_plan_that_would_sample_a_held_out_example(tmp_path):
-    from repoguard.plan import Plan
+    from repoguard.planning.plan import Plan
     from repoguard.training.dp_step import PrivacyInvariantError
     from repoguard.training.trainer import TrainSettings, train
 
@@ -97,7 +97,7 @@ class _TinyLora:
 
 def test_plan_records_sigma_uniform_that_meets_every_target(tmp_path, capsys):
     from repoguard.accounting.bounds import reconstruction_bound
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     out = _project(tmp_path)
     assert main(["plan", str(tmp_path), "--out", str(out), "--batch-size", "8", "--steps", "50",
@@ -126,7 +126,7 @@ def test_plan_reports_the_undetected_secret_floor(tmp_path, capsys):
                  "--c", "1", "--json"]) == 0
     fl = json.loads(capsys.readouterr().out)["undetected_floor"]
     plan = load_plan(out)
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
     untied = (load_incidence(out).matrix.getnnz(axis=1) == 0) & ~plan.test_mask
     assert fl["rho"] == pytest.approx(plan.rho[untied].max()) and fl["p"] == 1e-10
     one = reconstruction_bound(np.full(1, fl["rho"]), plan.sigma, 50, 1e-10, "best")

@@ -8,9 +8,9 @@ import sys
 import pytest
 from conftest import git
 
-from repoguard.config import Config, parse_config
-from repoguard.gitrepo import GitRepo
-from repoguard.suggest import suggest
+from repoguard.core.config import Config, parse_config
+from repoguard.source.gitrepo import GitRepo
+from repoguard.tagging.suggest import suggest
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +92,9 @@ def test_codenames_are_coined_directory_names_only(make_repo, monkeypatch):
     surname (notes/vorshkin/, written by Ada Vorshkin). Only the coined names are proposed,
     Plumbrix (5 of its 6 mentions in plumbrix/) ranked above Grelvox (3 of 5 in grelvox/); with
     the dictionary, stdlib and people filters switched off the decoys do qualify."""
-    from repoguard import suggest_lexicon
+    from repoguard.tagging import suggest_lexicon
     from repoguard.analyzers import history
-    from repoguard.suggest import _terms
+    from repoguard.tagging.suggest import _terms
 
     files = {}
     for folder, word in [("plumbrix", "Plumbrix"), ("harvest", "Harvest"), ("kabyle", "Kabyle"),
@@ -128,7 +128,7 @@ _COINED = ["zaphrel", "orvidex", "brindex", "voskaro", "tramquil", "quorvane", "
 def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
     """Eight coined component directories: the default text output shows the 5 best codenames in
     ≤ 60 lines and says 3 more are ranked lower; `--all` shows all 8 with every evidence line."""
-    from repoguard.suggest_lexicon import dictionary_words
+    from repoguard.tagging.suggest_lexicon import dictionary_words
 
     assert not dictionary_words(_COINED)
     files = {f"{w}/m_{i}.py": f'"""{w.capitalize()} module {i}."""\nX = {i}\n' for k, w in enumerate(_COINED)
@@ -149,7 +149,7 @@ def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
 def test_compounds_of_common_words_rank_after_coined_names(make_repo):
     """`restapi/` (rest + api) is more mentioned than `quorvane/`, but a compound of common English
     words ranks after a coined name, and says why in its evidence."""
-    from repoguard.suggest_lexicon import compound_of
+    from repoguard.tagging.suggest_lexicon import compound_of
 
     assert compound_of("restapi") == ["rest", "api"] and compound_of("quorvane") is None
     files = {f"restapi/r_{i}.py": f'"""Restapi view {i}."""\n' for i in range(9)}
@@ -197,7 +197,7 @@ def test_people_words_come_from_the_one_history_walk(make_repo, monkeypatch):
     """Author, committer and trailer names are people words, read from the same streamed
     `git log` as the silo and codename candidates: suggest runs git log once (no .mailmap)."""
     from repoguard.analyzers import history
-    from repoguard.suggest_lexicon import people_words
+    from repoguard.tagging.suggest_lexicon import people_words
 
     repo = make_repo({"a.py": "# Bluefin pricing\n"})
     (repo / "b.py").write_text("# more Bluefin\n")
@@ -221,7 +221,7 @@ def test_stdlib_lexicon_is_cached_per_interpreter_and_stdlib(tmp_path, monkeypat
     stdlib file (size/mtime) makes a new cache entry."""
     import sysconfig
 
-    from repoguard import suggest_lexicon as lex
+    from repoguard.tagging import suggest_lexicon as lex
 
     std = tmp_path / "stdlib"
     (std / "pkg").mkdir(parents=True)
@@ -254,7 +254,7 @@ def test_dictionary_is_read_offline(tmp_path):
 
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-rn", "true"]).returncode != 0:
         pytest.skip("unshare -rn is not available here")
-    code = ("from repoguard.suggest_lexicon import dictionary_words as d; "
+    code = ("from repoguard.tagging.suggest_lexicon import dictionary_words as d; "
             "print(sorted(d(['abkhaz', 'january', 'okonkwo', 'window', 'proxito', 'kbadge'])))")
     res = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

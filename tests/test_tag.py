@@ -11,9 +11,9 @@ from pathlib import Path
 
 from conftest import git
 
-from repoguard.config import load_config
-from repoguard.gitrepo import GitRepo
-from repoguard.tagging import MANIFEST, read_manifest, render_manifest, tag
+from repoguard.core.config import load_config
+from repoguard.source.gitrepo import GitRepo
+from repoguard.tagging.tag import MANIFEST, read_manifest, render_manifest, tag
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -117,8 +117,8 @@ def test_paths_from_pre_commit_are_read_from_the_index(fixture_repo_copy):
 def test_output_folder_ignores_itself_without_a_root_gitignore(tmp_path):
     from analyzer_helpers import make_repo
 
-    from repoguard.analyze import run_analyze
-    from repoguard.config import parse_config
+    from repoguard.analyzers.analyze import run_analyze
+    from repoguard.core.config import parse_config
 
     repo = make_repo(tmp_path / "r", {"alpha/core.py": "X = 1\n", "app.py": "import alpha.core\n"})
     cfg = parse_config('[[secret]]\nid = "alpha"\npaths = ["alpha/"]\n')
@@ -150,7 +150,7 @@ def test_credentials_in_staged_content(fixture_repo_copy, monorepo_module):
 def test_hook_keeps_the_cache_sections_it_did_not_load(fixture_repo_copy):
     """The hook loads only the analyzer cache sections it needs (none for imports under a light
     hook config); saving must write back what `repoguard analyze` cached for the others."""
-    from repoguard.analyze import CACHE_FILE
+    from repoguard.analyzers.analyze import CACHE_FILE
     from repoguard.cli import main
 
     root = fixture_repo_copy

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from repoguard.errors import InputError, PolicyError
-from repoguard.plan import Plan, SecretPlan
+from repoguard.core.errors import InputError, PolicyError
+from repoguard.planning.plan import Plan, SecretPlan
 from repoguard.training.data import tokenize
 from repoguard.training.dp_step import flat_params
 from repoguard.training.guard import LedgerGuard
@@ -145,7 +145,7 @@ def test_private_run_without_a_ledger_module_or_path_is_not_published(tmp_path):
 def _incidence(p=1e-4, r=5e-2):
     import scipy.sparse as sp
 
-    from repoguard.incidence import Incidence, Secret
+    from repoguard.analyzers.incidence import Incidence, Secret
 
     n = len(TEXTS)
     m = np.zeros((n, 1), dtype=bool)
@@ -156,7 +156,7 @@ def _incidence(p=1e-4, r=5e-2):
 
 def _real_plan(ledger_path, *, head: bool, accountant: str = "best"):
     from repoguard.accounting.ledger import spent, spent_pairs, verify
-    from repoguard.plan import build_plan
+    from repoguard.planning.plan import build_plan
 
     plan = build_plan(_incidence(), batch_size=4.0, steps=6, clip_norm=0.5, c=1.0, accountant=accountant,
                       ledger_spent=spent(ledger_path), ledger_pairs=spent_pairs(ledger_path))
@@ -283,8 +283,8 @@ def test_train_command_end_to_end(tmp_path, capsys):
     vocab = json.loads((out / "base_model" / "tokenizer.json").read_text())["model"]["vocab"]
     assert not any(key[:12] in t or "0.42" in t for t in vocab)
     # Every training text is redacted before tokenisation.
-    from repoguard.corpus import load_corpus
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts
 
     texts = example_texts(load_corpus(repo / ".repoguard", repo), load_plan(repo / ".repoguard").example_ids,

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from repoguard.cli import main
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 from repoguard.training.model import TinyConfig, apply_lora, build_tiny_model
 from repoguard.training.trainer import TrainSettings
 
@@ -33,9 +33,9 @@ def planned(tmp_path_factory, monorepo_module):
     # `test_two_phase_noised_meets_the_floor_over_both_phases` plans with it
     assert main(["plan", "-q", "--batch-size", str(B), "--steps", str(T), "--c", "1", "--undetected", "off",
                  str(repo)]) == 0
-    from repoguard.corpus import load_corpus
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts
 
     out = repo / ".repoguard"
@@ -160,8 +160,8 @@ def test_two_phase_noised_meets_the_floor_over_both_phases(planned, tmp_path):
     noised one the plan reserved nothing (or another T₁) for."""
     from floor_oracle import floor_bound
 
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.phases import PhaseOne, prepare
 
     out, _plan, _inc, _texts = planned
@@ -232,7 +232,7 @@ def test_single_phase_checkpoint_does_not_resume_as_phase_two(planned, tmp_path)
 
 
 def test_phase_settings_are_validated(tmp_path, planned):
-    from repoguard.config import load_config
+    from repoguard.core.config import load_config
     from repoguard.training.phases import PhaseOne, prepare
 
     cfg = tmp_path / "repoguard.toml"
@@ -252,7 +252,7 @@ def test_compare_two_phase_arms(planned):
     noised arm's phase 2 is the hush plan's weights with σ re-certified after the phase-1 σ₁ it
     reserved (the floor holds over both phases), the clear arm's the hush plan made with the floor
     off (a reference: a clear phase 1 cannot meet it)."""
-    from repoguard.config import TrainingConfig
+    from repoguard.core.config import TrainingConfig
     from repoguard.evaluation.compare import format_table, run_compare
 
     out, plan, _inc, _texts = planned

@@ -81,8 +81,8 @@ def test_opt_out_is_marked_in_every_output(fixture_repo_copy, capsys):
 
 
 def test_config_and_cli_forms(tmp_path):
-    from repoguard.config import Protection, load_config, parse_undetected
-    from repoguard.errors import InputError
+    from repoguard.core.config import Protection, load_config, parse_undetected
+    from repoguard.core.errors import InputError
 
     d = Protection(1e-9, 1e-3)
     assert parse_undetected("off", d).enabled is False

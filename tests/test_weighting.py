@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 from scipy.stats import norm
 
-from repoguard.weighting import SweepRow, binary_kl, pick_c, secret_caps, solve_weights
+from repoguard.planning.weighting import SweepRow, binary_kl, pick_c, secret_caps, solve_weights
 
 
 def _random_incidence(seed, n=120, k=15, density=0.06):

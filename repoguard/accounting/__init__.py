@@ -1,4 +1,7 @@
-"""Per-secret privacy accounting for weighted-Poisson DP-SGD [Hush §4, Alg. 2].
+"""Takes weights, ρ and σ (from `planning`) and what the ledger says each secret spent; writes
+the ledger `OUT/ledger.jsonl`; hands certified bounds and σ back to `planning` and `training`.
+
+Per-secret privacy accounting for weighted-Poisson DP-SGD [Hush §4, Alg. 2].
 
 `divergences` (the dominating pair's KL/Rényi divergences) → `bounds` (Hush Lemma 3.2) →
 `calibrate` (σ for every secret's target) → `ledger` (what each secret has spent across runs).

@@ -15,8 +15,16 @@ rounding can only loosen the bound. A divergence too large for any q < 1 gives t
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import xlogy
 
 _ITERS = 80          # bisection on log q: bracket width ≤ 2^-80 × |log p|
+
+
+def binary_kl(q: np.ndarray | float, p: np.ndarray | float) -> np.ndarray:
+    """kl(q‖p) = q log(q/p) + (1−q) log((1−q)/(1−p)) in nats, elementwise (0 log 0 = 0)."""
+    q = np.asarray(q, dtype=float)
+    p = np.asarray(p, dtype=float)
+    return xlogy(q, q) - xlogy(q, p) + xlogy(1 - q, 1 - q) - (1 - q) * np.log1p(-p)
 
 
 def _bisect_log_q(excess, p: np.ndarray, iters: int = _ITERS) -> np.ndarray:

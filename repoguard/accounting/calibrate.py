@@ -111,7 +111,7 @@ class _Calibrator:
         self.sre = spent_renyi
         self.evaluations = 0
         # per secret: total divergence at which each bound reaches r, and what is left of it
-        from repoguard.weighting import binary_kl
+        from repoguard.accounting.bounds import binary_kl
         self.kl_thr = binary_kl(self.r, self.p)
         self.dthr_total = _hellinger_target(self.r, self.p, self.al)
         self.dthr = self.dthr_total - self.sre
@@ -436,7 +436,7 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
     if over:
         raise Infeasible(over)
     # visit the most demanding groups first: strength λ² over the tightest budget (a proxy only)
-    from repoguard.weighting import binary_kl
+    from repoguard.accounting.bounds import binary_kl
     budget = np.array([np.min(binary_kl(r[g.members], p[g.members]) - skl[g.members]) for g in groups])
     order = [int(i) for i in np.argsort([-(g.lam ** 2 + 1e-300) / max(b, 1e-300) for g, b in zip(groups, budget)],
                                         kind="stable") if groups[i].mix.n > 0]

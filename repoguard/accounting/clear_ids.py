@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from repoguard.accounting.ledger_state import file_digest   # one digest for every side file
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.errors import InputError, PolicyError
 
 COLUMN = "example_id"
 PREFIX = "clear-"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 EXPOSED = "exposed"          # SecretPlan.binding of an exposed secret
 SHOWN = 5                    # example ids named per exposure
@@ -234,7 +234,7 @@ def ledger_exposures(ledger_path: str | Path, out: str | Path, acknowledged: Seq
     runs = clear_runs(ledger_path)
     exposures = None
     if (Path(out) / "incidence" / "secrets.json").is_file():
-        from repoguard.incidence import load_incidence
+        from repoguard.analyzers.incidence import load_incidence
 
         exposures = [x.record() for x in find_exposures(ledger_path, load_incidence(out), acknowledged, runs=runs)]
     return {"clear_runs": [r.record() for r in runs], "exposures": exposures}

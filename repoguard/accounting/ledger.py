@@ -63,8 +63,8 @@ from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the le
     clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
     owner_only, read_entries, shared_lock, side_dir)
 from repoguard.accounting.ledger_verify import state_from_entries, verify  # noqa: F401
-from repoguard.artefacts import atomic_write_json, disk_full, full_error
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.artefacts import atomic_write_json, disk_full, full_error
+from repoguard.core.errors import InputError, PolicyError
 
 
 def plan_digest(plan) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from repoguard.accounting import ledger_state as ls
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 LEDGER_VERSION = 2
 CLEAR_VERSION = 3        # an entry with a "clear" reference: older readers must refuse, not ignore it

@@ -432,7 +432,7 @@ def _write_table(path: Path, table) -> str:
 
 def file_digest(path: Path) -> str:
     """SHA-256 (hex) of a file's bytes (`artefacts.file_sha256`)."""
-    from repoguard.artefacts import file_sha256
+    from repoguard.core.artefacts import file_sha256
 
     return file_sha256(path)
 

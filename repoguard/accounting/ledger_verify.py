@@ -8,7 +8,7 @@ import numpy as np
 
 from repoguard.accounting import ledger_state as ls
 from repoguard.accounting.ledger_io import read_chain, check_side_file, shared_lock, entry_run, side_dir
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 
 def verify(ledger_path: str | Path, *, side_files: bool = True, deep: bool = False) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 INSECURE = "insecure-reproducible"     # ledger "randomness" of a seeded test run (training.randomness)
 

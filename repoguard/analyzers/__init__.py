@@ -1,4 +1,8 @@
-"""Evidence sources: each analyzer ties files to secrets and says why.
+"""The analysis. Takes the examples (`source`), the findings (`credentials`) and the secrets of
+`repoguard.toml`; writes `OUT/analyze/` (the incidence E: examples × secrets, with evidence);
+hands it to `planning` (and to `tagging`, `explain`).
+
+Evidence sources: each analyzer ties files to secrets and says why.
 
 An analyzer is a function `(repo, corpus, config) -> Iterable[Evidence]` in a module of this
 package; it may also accept a keyword `cache` (a dict persisted by `repoguard analyze`, keyed by
@@ -13,7 +17,7 @@ import importlib
 import inspect
 from typing import Callable, Iterable
 
-from repoguard.incidence import Evidence
+from repoguard.analyzers.incidence import Evidence
 
 # name → "module:function"; run in this order (declared first: the others propagate from it).
 REGISTRY: dict[str, str] = {

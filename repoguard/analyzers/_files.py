@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Mapping
 
 import pathspec
 
-from repoguard.config import SecretConfig
+from repoguard.core.config import SecretConfig
 
 
 class FileSet:

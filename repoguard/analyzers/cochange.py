@@ -18,7 +18,7 @@ from typing import Iterator
 
 from repoguard.analyzers import _files
 from repoguard.analyzers.history import History, load_history
-from repoguard.incidence import Evidence
+from repoguard.analyzers.incidence import Evidence
 
 NAME = "cochange"
 

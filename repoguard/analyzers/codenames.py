@@ -36,8 +36,8 @@ from typing import Iterator, MutableMapping
 from repoguard.analyzers import _files
 from repoguard.analyzers.history import load_history
 from repoguard.analyzers.imports_lang import language_of as code_language
-from repoguard.incidence import Evidence
-from repoguard.progress import progress
+from repoguard.analyzers.incidence import Evidence
+from repoguard.core.progress import progress
 
 log = logging.getLogger(__name__)
 NAME = "codenames"

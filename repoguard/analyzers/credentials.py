@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from repoguard.analyzers import _files
-from repoguard.incidence import Evidence, Secret
+from repoguard.analyzers.incidence import Evidence, Secret
 
 NAME = "credentials"
 _FOUND: dict[str, Secret] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from repoguard.analyzers import _files
-from repoguard.incidence import Evidence
+from repoguard.analyzers.incidence import Evidence
 
 NAME = "declared"
 

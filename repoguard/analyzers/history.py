@@ -83,7 +83,7 @@ def _commits(repo) -> list:
     """All non-merge commits with renames detected. Rename detection reads blobs; where some are
     absent (a partial clone, a mirror without its largest files) git fails, and the history is
     read again without rename detection (renamed files then restart their history)."""
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     try:
         return list(repo.iter_commits("HEAD", merges="skip"))

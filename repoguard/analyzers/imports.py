@@ -42,8 +42,8 @@ import networkx as nx
 from repoguard.analyzers import _files
 from repoguard.analyzers.imports_lang import RawImport, extract, language_of, supported
 from repoguard.analyzers.resolve import PROJECT_FILES, Resolver
-from repoguard.incidence import Evidence
-from repoguard.progress import progress
+from repoguard.analyzers.incidence import Evidence
+from repoguard.core.progress import progress
 
 log = logging.getLogger(__name__)
 NAME = "imports"

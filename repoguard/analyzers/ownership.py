@@ -19,7 +19,7 @@ from typing import Iterator
 
 from repoguard.analyzers import _files, codeowners
 from repoguard.analyzers.history import load_history
-from repoguard.incidence import Evidence
+from repoguard.analyzers.incidence import Evidence
 
 log = logging.getLogger(__name__)
 NAME = "ownership"

@@ -1,4 +1,7 @@
-"""What the trained model memorised: canary exposure and k-extractable memorisation.
+"""Takes a trained model (or trains measurement models in memory) and the plan; writes
+`OUT/audit/`; hands the figures to `report`.
+
+What the trained model memorised: canary exposure and k-extractable memorisation.
 
 Modules, in the order data flows through them:
     exposure     the maths: exposure from a rank, the sampled rank, the skew-normal extrapolation,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,13 @@ def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: in
     Returns the JSON document also written to `out/audit/canaries.json` (with `return_runs`, the
     pair `(doc, runs.AuditRuns)` so the same models can be measured further). Raises InputError for a
     missing plan/corpus/incidence, an unknown secret, too few sampled examples, N < 10^2."""
-    from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
     from repoguard.audit.exposure import estimate_exposure, exposure_at_level, exposure_tail_bound
     from repoguard.audit.runs import public_texts, train_pair
     from repoguard.audit.scoring import log_perplexity
-    from repoguard.corpus import load_corpus
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts
 
     if n_references < 100:

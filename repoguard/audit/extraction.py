@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 PUBLIC = "(no secret)"
 
@@ -154,11 +154,11 @@ def run_extract_audit(*, out: Path, root: Path, cfg, k: int = 50, m: int = 50, p
 
     Returns the document written to `out/audit/extraction.json`. Raises InputError for missing
     artefacts or bad k/m."""
-    from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
     from repoguard.audit.runs import public_texts, train_pair
-    from repoguard.corpus import load_corpus
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts
 
     clamp_lengths(k, m, cfg.max_length)          # fail before training

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 RUNS = ("hush", "no-dp", "drop", "two-phase-noised", "two-phase-clear")    # every run this audit knows
 LEVEL = 0.05               # predicted_exposure_95: P[exposure ≥ ceiling] ≤ 5 % under the DP run's pair
@@ -98,22 +98,22 @@ def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_
 
     Returns the document written to `out/audit/missed-canaries.json`. Raises InputError (missing
     artefacts, `n_insert` outside 1..n_public, N < 100, steps outside 1..T, `check_runs`)."""
-    from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
     from repoguard.audit.canaries import CanaryFormat, insert_canary
     from repoguard.audit.exposure import estimate_exposure
     from repoguard.audit.runs import public_texts
     from repoguard.audit.scoring import log_perplexity
-    from repoguard.corpus import load_corpus
+    from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.compare import arm_plan
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.base_model import embedded_base
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.model import (TINY_LORA_TARGETS, apply_lora, build_tiny_model, limit_cpu_threads,
                                           load_model, pick_device)
     from repoguard.training.phases import PhaseOne, prepare, public_mask, run_two_phase
     from repoguard.training.trainer import TrainSettings, train
-    from repoguard.undetected import describe
+    from repoguard.planning.undetected import describe
 
     fmt = fmt or CanaryFormat()
     if n_references < 100:

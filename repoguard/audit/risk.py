@@ -52,7 +52,7 @@ from typing import Sequence
 import numpy as np
 
 from repoguard.audit.lazy import Sampler
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 DEFAULT_SAMPLERS = (Sampler(), Sampler(temperature=0.7), Sampler(top_k=40))
 PREFIX_CHARS = 24
@@ -144,14 +144,14 @@ def run_risk_audit(*, out: Path, root: Path, cfg, run_dir: Path | None = None, m
         dest: the JSON file (default `out/audit/risk.json`); the `.npz` goes next to it.
         plan: the run's own plan when it is not `out/plan` (a `compare` arm: its ρ), same examples.
     Returns the JSON document. Raises InputError for missing/inconsistent artefacts or bad values."""
-    from repoguard.artefacts import FORMAT_VERSION, atomic_write_bytes, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_bytes, atomic_write_json
     from repoguard.audit.extraction import clamp_lengths
     from repoguard.audit.lazy import score_windows
     from repoguard.audit.trained import load_trained_run
     from repoguard.analyzers.credentials import secret_id as credential_secret_id
-    from repoguard.corpus import load_corpus
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import ExampleRedactor, default_redactor, tokenize
     from repoguard.training.model import limit_cpu_threads, pick_device
 

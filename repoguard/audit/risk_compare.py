@@ -34,7 +34,7 @@ def compare_risk(*, out: Path, root: Path, cfg, runs: dict[str, str], incidence,
     Returns {"arms", "n_windows", "top": rows, "secrets": rows, "overlap_top": n, "median_tied"}
     and writes it to `OUT/compare/risk.json`. Raises RuntimeError when the two audits scored
     different windows (they cannot: same rows, same tokenizer), InputError as `run_risk_audit`."""
-    from repoguard.artefacts import atomic_write_json
+    from repoguard.core.artefacts import atomic_write_json
     from repoguard.audit.risk import run_risk_audit
 
     out = Path(out)

@@ -36,7 +36,7 @@ class AuditRuns:
 def public_texts(out: Path, example_ids: Sequence[str], texts: Sequence[str]) -> list[str]:
     """Texts of examples tied to no secret (incidence rows without a nonzero): the only text the
     embedded tokenizer may be trained on (its merges ship with the model, outside DP)."""
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     inc = load_incidence(out)
     tied = {inc.example_ids[i] for i in inc.matrix.getnnz(axis=1).nonzero()[0].tolist()}
@@ -49,9 +49,9 @@ def train_pair(*, plan, texts: Sequence[str], public: Sequence[str], cfg, log_di
     """Train the DP and the --no-dp model on `texts` (one per plan example, plan order).
 
     Args:
-        plan: `repoguard.plan.Plan` (ρ, σ, B, T, C). texts: training texts, credentials already
+        plan: `repoguard.planning.plan.Plan` (ρ, σ, B, T, C). texts: training texts, credentials already
             redacted (canaries inserted where wanted). public: the tokenizer texts of `tiny_size`.
-        cfg: `repoguard.config.TrainingConfig` (model, max_length, LoRA, lr, micro-batch size);
+        cfg: `repoguard.core.config.TrainingConfig` (model, max_length, LoRA, lr, micro-batch size);
             no `cfg.model` → the embedded pretrained base (`training.base_model`).
         log_dir: `OUT/audit/<name>`; each run logs to `log_dir/<label>/train_log.jsonl`.
         steps: ≤ the plan's T (None = T). seed: base weights, LoRA init and sampler.

@@ -37,7 +37,7 @@ def greedy_continuations(model, prefixes: np.ndarray, *, m: int, pad_id: int, ba
     continuation early (`min_new_tokens = m`)."""
     import torch
 
-    from repoguard.progress import progress
+    from repoguard.core.progress import progress
     from repoguard.training.scoring import evaluating
 
     device = next(model.parameters()).device

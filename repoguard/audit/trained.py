@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 @dataclass

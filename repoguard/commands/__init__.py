@@ -1,4 +1,5 @@
-"""One module per subcommand. Each module defines
+"""The `repoguard` subcommands: each parses its flags, calls one stage package (or `pipeline`),
+and prints. One module per subcommand. Each module defines
 
     NAME: str                         # the subcommand, e.g. "scan"
     HELP: str                         # one line for `repoguard --help`

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repoguard.config import Config, default_config_path, load_config
-from repoguard.gitrepo import GitRepo, PlainDir, open_repo
+from repoguard.core.config import Config, default_config_path, load_config
+from repoguard.source.gitrepo import GitRepo, PlainDir, open_repo
 
 DEFAULT_OUT = ".repoguard"
 

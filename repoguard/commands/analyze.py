@@ -15,7 +15,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from repoguard.analyze import run_analyze
+    from repoguard.analyzers.analyze import run_analyze
     from repoguard.commands._common import resolve_repo
 
     repo, config, out = resolve_repo(args)

@@ -85,7 +85,7 @@ def run(args) -> int:
     import logging
 
     from repoguard.commands._common import resolve_repo
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     repo, config, out = resolve_repo(args, allow_plain=True)
     if args.audit_kind == "risk":
@@ -155,7 +155,7 @@ def _risk(args, repo, config, out) -> int:
 
     from repoguard.audit.lazy import Sampler
     from repoguard.audit.risk import run_risk_audit, table_lines
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     if args.label is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", args.label):
         raise InputError(f"--label {args.label!r}: letters, digits, . _ - only")
@@ -186,7 +186,7 @@ def _missed(args, common: dict, fmt, floor, log, quiet) -> int:
     """`audit canaries --missed` (`audit.missed`)."""
     from repoguard.audit.missed import run_missed_canary_audit
     from repoguard.commands._common import print_json
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     if args.secret is not None:
         raise InputError("--missed plants the canary in examples tied to no secret: leave --secret out")

@@ -41,9 +41,9 @@ def register(parser) -> None:
 
 def run(args) -> int:
     from repoguard.commands._common import print_json, resolve_repo
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
     from repoguard.evaluation.compare import ARMS, format_table, parse_floors, run_compare
-    from repoguard.undetected import resolve
+    from repoguard.planning.undetected import resolve
 
     repo, config, out = resolve_repo(args, allow_plain=True)
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else ARMS

@@ -20,8 +20,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from repoguard.config import CONFIG_FILENAME, load_config
-    from repoguard.errors import InputError
+    from repoguard.core.config import CONFIG_FILENAME, load_config
+    from repoguard.core.errors import InputError
 
     target = args.target or CONFIG_FILENAME
     if args.config:

@@ -19,10 +19,10 @@ def register(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from repoguard import explain
+    from repoguard.analyzers import explain
     from repoguard.commands._common import resolve_repo
-    from repoguard.errors import InputError
-    from repoguard.incidence import load_incidence
+    from repoguard.core.errors import InputError
+    from repoguard.analyzers.incidence import load_incidence
 
     if (args.file is None) == (args.secret is None):
         raise InputError("explain: give exactly one of FILE or --secret ID")

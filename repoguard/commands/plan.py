@@ -33,7 +33,7 @@ def run(args) -> int:
     from repoguard.commands._common import resolve_repo
 
     _repo, config, out = resolve_repo(args, allow_plain=True)
-    from repoguard.scheduled import run_lock
+    from repoguard.pipeline.scheduled import run_lock
 
     with run_lock(out):        # one command at a time spends or writes OUT (issue 32 A)
         return _run(args, config, out)
@@ -42,9 +42,10 @@ def run(args) -> int:
 def _run(args, config, out) -> int:
     from repoguard.accounting.ledger import spending, verify
     from repoguard.commands._common import print_json
-    from repoguard.errors import InputError
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import build_plan, save_plan
+    from repoguard.core.errors import InputError
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import build_plan, save_plan
+    from repoguard.planning.summary import CalibrationProgress, plan_summary
 
     pc = config.plan
     clip = args.clip_norm if args.clip_norm is not None else pc.clip_norm
@@ -58,9 +59,9 @@ def _run(args, config, out) -> int:
     from repoguard.analyzers.unmatched import warn
 
     warn(inc.summary.get("unmatched") or {})
-    from repoguard.evaluation.split import split_from_config
+    from repoguard.source.split import split_from_config
     split = split_from_config(inc.example_ids, pc)
-    from repoguard.pipeline import choose_batch, untied_count
+    from repoguard.planning.batch_rule import choose_batch, untied_count
 
     # the same choice as `run`'s plan stage: flag, else [plan] in the file, else the batch rule
     choice = choose_batch(config, untied_count(inc, pc), batch_size=args.batch_size, steps=args.steps)
@@ -75,11 +76,11 @@ def _run(args, config, out) -> int:
                                            config_path=config.path)
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
-    from repoguard import undetected
+    from repoguard.planning import undetected
 
     floor = undetected.plan_kwargs(undetected.resolve(config, args.undetected), out / "ledger.jsonl",
                                    training=config.training, batch_size=batch, steps=steps)
-    progress = None if (args.quiet or args.json) else _Progress()
+    progress = None if (args.quiet or args.json) else CalibrationProgress()
     try:
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
@@ -90,7 +91,7 @@ def _run(args, config, out) -> int:
             progress.close()
     plan.extra["ledger_head"] = head
     plan.extra["batch_rule"] = choice
-    from repoguard.provenance import analysis_config_digest
+    from repoguard.core.provenance import analysis_config_digest
 
     plan.extra["inputs"] = {"config": analysis_config_digest(config)}    # save_plan adds corpus, incidence
     mark_insecure(plan, out / "ledger.jsonl")
@@ -102,52 +103,6 @@ def _run(args, config, out) -> int:
     elif not args.quiet:
         _print(plan, summary)
     return 0
-
-
-def plan_summary(plan, target) -> dict:
-    """The JSON `repoguard plan --json` prints."""
-    tight = max(plan.secrets, key=lambda s: (s.achieved_bound if s.dp_bound is None else s.dp_bound) / s.r,
-                default=None)   # the secret that sets σ (an exposed secret's bound is 1 whatever σ)
-    insecure = plan.extra.get("insecure_runs") or {}    # secrets an insecure-reproducible run trained
-    return {
-        "plan_dir": str(target), "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
-        "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
-        "adjacency": plan.adjacency, "n_examples": len(plan.example_ids), "sum_w": float(plan.w.sum()),
-        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
-        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"),
-        "sigma_ratio_kl_over_this": plan.extra.get("sigma_ratio_kl_over_this"),
-        "sigma_uniform": plan.extra.get("sigma_uniform"), "noise_reduction": plan.extra.get("noise_reduction"),
-        "holdout": plan.extra.get("holdout"), "undetected_floor": plan.extra.get("undetected_floor"),
-        "batch_rule": plan.extra.get("batch_rule"), "floor_bought": plan.extra.get("floor_bought"),
-        "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
-        "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
-        "exposures": plan.extra.get("exposures", []),
-        "insecure_runs": insecure,
-        "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
-                     "binding": s.binding, "kl_spent": s.kl_spent, "n_examples": s.n_examples,
-                     "sum_w": s.sum_w, "dp_bound": s.dp_bound, "insecure_runs": insecure.get(s.id, [])}
-                    for s in plan.secrets],
-    }
-
-
-class _Progress:
-    """rich progress over the calibration's group checks."""
-
-    def __init__(self) -> None:
-        from rich.progress import Progress
-
-        self.p = Progress(transient=True)
-        self.task = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.task is None:
-            self.p.start()
-            self.task = self.p.add_task("calibrating σ", total=total)
-        self.p.update(self.task, completed=done, total=total)
-
-    def close(self) -> None:
-        if self.task is not None:
-            self.p.stop()
 
 
 def _print(plan, summary) -> None:
@@ -166,13 +121,13 @@ def _print(plan, summary) -> None:
             t.add_row(f"{row['c']:g}{mark}", f"{row['frac_positive']:.3f}", f"{row['sum_w']:.4g}",
                       f"{sig:.4g}" if sig else "—", f"{row['score']:.4g}")
         con.print(t)
-        from repoguard.retention import sweep_retention_flat
+        from repoguard.planning.retention import sweep_retention_flat
         if sweep_retention_flat(plan.extra["sweep"]):
             con.print("retention does not change with c (Σw within 0.5 %): c only trades the secrets' own "
                       "weight against σ")
     ret = {r["secret"]: r for r in (summary.get("retention") or {}).get("per_secret", [])}
     if not plan.secrets:
-        from repoguard.pipeline_stages import NO_SECRETS
+        from repoguard.pipeline.stages import NO_SECRETS
 
         con.print(NO_SECRETS, markup=False)
     t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")
@@ -201,7 +156,7 @@ def _print(plan, summary) -> None:
                   f"noise reduction σ_uniform/σ = {summary['noise_reduction']:.3g}×")
     _print_floor(con, summary.get("undetected_floor"), summary.get("floor_bought"), summary.get("sigma_uniform"))
     if summary.get("batch_rule"):
-        from repoguard.pipeline import batch_rule_line
+        from repoguard.planning.batch_rule import batch_rule_line
 
         con.print(batch_rule_line(summary["batch_rule"]), markup=False)
     if summary.get("holdout"):
@@ -216,7 +171,7 @@ def _print(plan, summary) -> None:
 
 def _print_floor(con, fl: dict | None, bought: dict | None, sigma_uniform) -> None:
     """The undetected-secret floor: target, achieved, σ_floor next to σ_uniform, what it bought."""
-    from repoguard.undetected import describe
+    from repoguard.planning.undetected import describe
 
     con.print(describe(fl), markup=False, style=None if not fl or fl.get("enabled", True) else "bold red")
     if not fl:

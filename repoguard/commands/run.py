@@ -69,9 +69,10 @@ def run(args) -> int:
     import sys
 
     from repoguard.commands._common import resolve_repo
-    from repoguard.config import default_config_path
-    from repoguard.errors import InputError
-    from repoguard.pipeline import RunSettings, run_pipeline
+    from repoguard.core.config import default_config_path
+    from repoguard.core.errors import InputError
+    from repoguard.pipeline.context import RunSettings
+    from repoguard.pipeline.runner import run_pipeline
 
     for flag in ("steps", "max_length", "lora_r", "micro_batch_size", "audit_steps"):
         v = getattr(args, flag)
@@ -105,11 +106,11 @@ def run(args) -> int:
     err = make_console(stderr=True, highlight=False)
     say = (lambda s: None) if quiet else (lambda s: err.print(s, markup=False))
     if args.scheduled:
-        from repoguard.scheduled import run_scheduled
+        from repoguard.pipeline.scheduled import run_scheduled
 
         summary = run_scheduled(repo, config, config_path=config_path, out=out, settings=settings, say=say)
     else:
-        from repoguard.scheduled import run_lock
+        from repoguard.pipeline.scheduled import run_lock
 
         with run_lock(out):
             summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
@@ -125,7 +126,7 @@ def run(args) -> int:
 def _print(s: dict, con) -> None:
     from rich.table import Table
 
-    from repoguard.pipeline_stages import NO_SECRETS
+    from repoguard.pipeline.stages import NO_SECRETS
 
     def num(x, fmt=".4g"):
         return "—" if x is None else format(x, fmt)

@@ -20,8 +20,8 @@ def register(parser) -> None:
 
 def run(args) -> int:
     from repoguard.commands._common import resolve_repo
-    from repoguard.errors import InputError
-    from repoguard.suggest import DEFAULT_LIMITS, suggest
+    from repoguard.core.errors import InputError
+    from repoguard.tagging.suggest import DEFAULT_LIMITS, suggest
 
     repo, config, _out = resolve_repo(args)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]

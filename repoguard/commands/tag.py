@@ -21,8 +21,8 @@ def run(args) -> int:
     import sys
 
     from repoguard.commands._common import resolve_repo
-    from repoguard.explain import relative_path
-    from repoguard.tagging import MANIFEST, tag
+    from repoguard.analyzers.explain import relative_path
+    from repoguard.tagging.tag import MANIFEST, tag
 
     repo, config, out = resolve_repo(args, args.repo)
     paths = [relative_path(repo.root, f) for f in args.files] if args.files else None

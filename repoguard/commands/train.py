@@ -47,7 +47,7 @@ def add_phase_flags(parser) -> None:
 
 def phase_overrides(args) -> dict:
     """`[training]` overrides from the phase flags; raises InputError for bad values."""
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     if args.phase1_steps is not None and args.phase1_steps < 1:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
@@ -62,8 +62,8 @@ def run(args) -> int:
     import os
 
     from repoguard.commands._common import resolve_repo
-    from repoguard.errors import InputError
-    from repoguard.training.pipeline import RunOptions, merge_config, run_training
+    from repoguard.core.errors import InputError
+    from repoguard.pipeline.train_stage import RunOptions, merge_config, run_training
 
     repo, config, out = resolve_repo(args, allow_plain=True)
     for flag in ("max_length", "lora_r", "lora_alpha", "micro_batch_size", "checkpoint_every", "steps"):
@@ -81,8 +81,8 @@ def run(args) -> int:
                        checkpoint_every=args.checkpoint_every, seed=args.seed, **phase_overrides(args))
     from contextlib import nullcontext
 
-    from repoguard.provenance import analysis_config_digest
-    from repoguard.scheduled import run_lock
+    from repoguard.core.provenance import analysis_config_digest
+    from repoguard.pipeline.scheduled import run_lock
 
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
                       insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,

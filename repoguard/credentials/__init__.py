@@ -1,4 +1,8 @@
-"""Credential scanning: gitleaks-schema rules (`rules/*.toml`), a Hyperscan/RE2 engine, scan modes,
+"""Credentials. Takes the checkout's files (tree, staged change or history) and the rule files;
+writes `OUT/scan/findings.json` (redacted, keyed fingerprints), SARIF and baselines; hands
+findings to `analyzers` (credential secrets) and the redaction API to `training`.
+
+Credential scanning: gitleaks-schema rules (`rules/*.toml`), a Hyperscan/RE2 engine, scan modes,
 baselines, reports and the redaction API used by training.
 
     from repoguard.credentials import redact

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from repoguard.credentials.rules import Allowlist, compile_re2
+from repoguard.credentials.rule_types import Allowlist, compile_re2
 
 
 @dataclass(frozen=True)

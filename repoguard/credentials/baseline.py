@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from repoguard.artefacts import atomic_write_json
+from repoguard.core.artefacts import atomic_write_json
 from repoguard.credentials.findings import Finding
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 VERSION = 2
 

@@ -38,7 +38,8 @@ from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exp
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.keys import process_key
 from repoguard.credentials.priority import GENERIC, VENDOR
-from repoguard.credentials.rules import DEFAULT_WINDOW, Rule, RuleSet, compile_re2, max_width
+from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
+                                              literal_prefixes, max_width)
 from repoguard.credentials.structural import all_detectors
 from repoguard.credentials.triage import location, severity
 
@@ -211,7 +212,7 @@ class Engine:
         digest = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
                                       [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
                                 .encode()).hexdigest()[:24]
-        from repoguard.artefacts import user_cache_dir
+        from repoguard.core.artefacts import user_cache_dir
 
         path = os.path.join(user_cache_dir(), f"hs-{digest}.db")
         try:
@@ -221,7 +222,7 @@ class Engine:
             pass
         eng = cls(ruleset, structural=structural, key=key)
         try:
-            from repoguard.artefacts import atomic_write_bytes
+            from repoguard.core.artefacts import atomic_write_bytes
             atomic_write_bytes(path, eng.serialize())
         except OSError:
             pass  # read-only home: no cache, still correct
@@ -474,41 +475,6 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
-
-
-_LEAD = re.compile(r"^(?:\\b)?(?:\(\?:\^\|\[[^\]]*\]\))?\(?")
-_ALT = re.compile(r"\(\?:([0-9A-Za-z_~|-]+)\)")
-
-
-def _literal(regex: str, i: int) -> tuple[str, int]:
-    out = []
-    while i < len(regex):
-        ch = regex[i]
-        if ch == "\\" and i + 1 < len(regex) and regex[i + 1] in ".-_/+=:@#%~":
-            out.append(regex[i + 1])
-            i += 2
-            continue
-        if not (ch.isalnum() or ch in "_-:@#%~=/"):
-            break
-        out.append(ch)
-        i += 1
-    if i < len(regex) and regex[i] in "?*{" and out:  # the last literal is optional or repeated
-        out.pop()
-    return "".join(out), i
-
-
-def literal_prefixes(regex: str) -> list[str]:
-    """The literal strings a regex's match must start with (after `\\b`, a leading boundary group
-    such as `(?:^|[^A-Za-z])` and an opening capture group), e.g. ["ghp_"] for
-    `\\b(ghp_[0-9A-Za-z]{36})` and ["sk_live_", "rk_live_"] for `\\b((?:sk|rk)_live_...)`;
-    [] when it starts with a class or a flag."""
-    i = _LEAD.match(regex).end()
-    m = _ALT.match(regex, i)
-    if m and (i + len(m.group(0)) >= len(regex) or regex[m.end()] not in "?*{"):
-        rest, _ = _literal(regex, m.end())
-        return [alt + rest for alt in m.group(1).split("|")]
-    lit, _ = _literal(regex, i)
-    return [lit] if lit else []
 
 
 def vendor_prefixes(rules) -> tuple[bytes, ...]:

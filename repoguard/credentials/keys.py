@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 KEY_FILE_ENV = "REPOGUARD_KEY_FILE"
 KEY_DIR_ENV = "REPOGUARD_KEY_DIR"

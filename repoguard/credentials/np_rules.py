@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from repoguard.credentials.rules import Rule, compile_re2
-from repoguard.errors import InputError
+from repoguard.credentials.rule_types import Rule, compile_re2, literal_prefixes
+from repoguard.core.errors import InputError
 
 _FLAGS = re.compile(r"^\(\?([a-zA-Z]+)\)")
 
@@ -78,7 +78,6 @@ def load_yaml_rules(path: str | Path) -> list[Rule]:
     `pattern`, or a pattern RE2 cannot compile."""
     import yaml
 
-    from repoguard.credentials.engine import literal_prefixes
 
     p = Path(path)
     try:

@@ -22,7 +22,7 @@ from typing import Sequence
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.findings import Finding
 from repoguard.credentials.rules import RuleSet, load_rules
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 RECORD = "redaction.json"
 _LOCK = threading.Lock()
@@ -60,7 +60,7 @@ def default_engine() -> Engine:
 def record_rules(out: str | os.PathLike, root: str | os.PathLike, scan_config) -> None:
     """Write `out/corpus/redaction.json`: the rule files (absolute) the redactor must use for
     this corpus (`analyze` calls it after writing the corpus)."""
-    from repoguard.artefacts import FORMAT_VERSION, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
 
     atomic_write_json(Path(out) / "corpus" / RECORD, {
         "format_version": FORMAT_VERSION, "rule_files": scan_config.rule_files(root),
@@ -70,7 +70,7 @@ def record_rules(out: str | os.PathLike, root: str | os.PathLike, scan_config) -
 def recorded_rule_files(out: str | os.PathLike) -> list[str] | None:
     """The rule files recorded by `record_rules` in `out`, or None when there is no record (a
     corpus written by something other than `analyze`). Raises InputError when it is corrupt."""
-    from repoguard.artefacts import read_json
+    from repoguard.core.artefacts import read_json
 
     path = Path(out) / "corpus" / RECORD
     if not path.is_file():
@@ -94,7 +94,7 @@ def redactor_for(out: str | os.PathLike | None = None, root: str | os.PathLike |
 
         key = repo_key(root)
         if files is None:
-            from repoguard.config import default_config_path, load_config
+            from repoguard.core.config import default_config_path, load_config
 
             cfg = load_config(default_config_path(Path(root)), required=False)
             files = cfg.scan.rule_files(root)

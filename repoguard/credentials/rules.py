@@ -17,103 +17,19 @@ A user's gitleaks config loads with `load_rules(rule_files=[FILE], use_default=F
 """
 from __future__ import annotations
 
-import functools
 import os
-import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import re2
-
-from repoguard.credentials.priority import default_priority
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
+from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Allowlist, Rule, RuleSet,  # noqa: F401  (re-exported)
+                                              compile_re2, max_width)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-DEFAULT_WINDOW = 1024
-
-
-@functools.lru_cache(maxsize=None)
-def compile_re2(pattern: str, as_bytes: bool = True):
-    """RE2-compiled `pattern` (on bytes by default), cached: validation and the engine share it."""
-    return re2.compile(pattern.encode() if as_bytes else pattern)
-
-
-def max_width(pattern: str) -> int | None:
-    """The longest match of `pattern` in characters, from Python's regex parser after translating
-    the RE2-only syntax (inline flags, `\\z`, `[[:alnum:]]`); None when unbounded or unparsable.
-    The engine's Hyperscan windows and the keyword-context detector's windows use it: a window
-    that reaches back this far from a match end holds the whole match."""
-    try:
-        try:
-            from re import _parser as sre_parse
-        except ImportError:  # pragma: no cover - Python 3.10
-            import sre_parse  # type: ignore[no-redef]
-        p = re.sub(r"\(\?-?[ims]+\)", "", pattern)
-        p = re.sub(r"\(\?-?[ims]+:", "(?:", p).replace(r"\z", "$").replace("[[:alnum:]]", "[A-Za-z0-9]")
-        hi = sre_parse.parse(p).getwidth()[1]
-    except Exception:  # syntax Python does not know
-        return None
-    return None if hi >= sre_parse.MAXREPEAT else hi
-
-
-@dataclass(frozen=True)
-class Allowlist:
-    """Conditions under which a candidate finding is not reported (gitleaks semantics): with
-    `condition` OR any one listed check suffices, with AND every listed check must hold."""
-
-    description: str = ""
-    condition: str = "OR"
-    regex_target: str = "secret"
-    regexes: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    stopwords: tuple[str, ...] = ()
-    commits: tuple[str, ...] = ()
-    target_rules: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One detector. `regex` is RE2 syntax; the secret is group `secret_group` (0: the first
-    non-empty group, or the whole match when the regex has no groups, as in gitleaks).
-    `priority`: which finding wins when rules overlap (`credentials.priority`: 0 vendor,
-    1 structural, 2 generic, 3 keyword context; lower wins); None → `default_priority(id, source)`."""
-
-    id: str
-    description: str
-    regex: str | None
-    secret_group: int = 0
-    entropy: float | None = None
-    keywords: tuple[str, ...] = ()
-    path: str | None = None
-    tags: tuple[str, ...] = ()
-    allowlists: tuple[Allowlist, ...] = ()
-    window: int = DEFAULT_WINDOW
-    tps: tuple[str, ...] = ()
-    fps: tuple[str, ...] = ()
-    source: str = ""
-    checksum: str = ""
-    priority: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.priority is None:
-            object.__setattr__(self, "priority", default_priority(self.id, self.source))
-
-
-@dataclass(frozen=True)
-class RuleSet:
-    rules: tuple[Rule, ...]
-    allowlists: tuple[Allowlist, ...] = ()
-    sources: tuple[str, ...] = field(default_factory=tuple)
-
-    def by_id(self) -> dict[str, Rule]:
-        return {r.id: r for r in self.rules}
-
 
 def rules_dir() -> Path:
     """The directory of the default rule files: `$REPOGUARD_RULES_DIR`, the source tree's

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.findings import Finding
 from repoguard.credentials.rules import RuleSet
-from repoguard.progress import progress
+from repoguard.core.progress import progress
 
 BATCH_BYTES = 4 << 20
 BATCH_FILES = 64

@@ -39,10 +39,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from repoguard.artefacts import atomic_write_json
-from repoguard.errors import InputError
+from repoguard.core.artefacts import atomic_write_json
+from repoguard.core.errors import InputError
+from repoguard.evaluation.protection import ARMS
 
-ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop-dp", "drop", "no-dp", "two-phase", "two-phase-noised")
 TWO_PHASE = {"two-phase": "clear", "two-phase-noised": "noised"}
 
 
@@ -121,17 +121,17 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     spending leaves some target or the floor unreachable)."""
     import torch
 
-    from repoguard.corpus import load_corpus
+    from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.metrics import plan_evaluator
     from repoguard.evaluation.protection import PROTECTED, base_floor, snapshot
-    from repoguard.incidence import load_incidence
-    from repoguard.plan import load_plan
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.base_model import embedded_base
     from repoguard.training.model import limit_cpu_threads, load_model
     from repoguard.training.randomness import secure_dir
     from repoguard.training.trainer import plan_fingerprint
-    from repoguard.undetected import as_undetected
+    from repoguard.planning.undetected import as_undetected
 
     base_plan = load_plan(out)
     if not base_plan.test_mask.any():
@@ -260,7 +260,7 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
     model = apply_lora(copy.deepcopy(ctx.base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
                        targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
     if keep and not ctx.base_saved:
-        from repoguard.artefacts import atomic_dir
+        from repoguard.core.artefacts import atomic_dir
         from repoguard.training.model import save_base_model
 
         with atomic_dir(ctx.cdir / "base_model") as tmp:
@@ -293,7 +293,7 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
                        evaluator=pe)
     shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
     if keep:                          # owner-only: inside the 0700 arm directory
-        from repoguard.artefacts import atomic_dir
+        from repoguard.core.artefacts import atomic_dir
 
         with atomic_dir(arm_dir / "adapter") as tmp:
             model.save_pretrained(tmp, save_embedding_layers=False)
@@ -361,7 +361,7 @@ def format_repeats(doc: dict) -> list[str]:
 def _run_floor(plan, ctx: _Ctx, und) -> dict:
     """{str(k): bound} this run alone gives a secret in k untied examples (k = 1, 10 and the
     floor's k), at the plan's ρ_u, σ and T: the `undetected_floor` column of earlier compares."""
-    from repoguard.plan import undetected_floor
+    from repoguard.planning.plan import undetected_floor
 
     rec = plan.extra.get("undetected_floor") or {}
     if isinstance(rec.get("bounds"), dict):
@@ -426,7 +426,7 @@ def _two_phase(mode: str, *, model, seqs, pad_id, plan, incidence, cfg, settings
     noised phase 1 uses the σ₁ the plan reserved (`phases.reserved_sigma1`)."""
     from repoguard.evaluation.periodic import PeriodicEval
     from repoguard.training.phases import PhaseOne, prepare, run_two_phase
-    from repoguard.undetected import as_undetected
+    from repoguard.planning.undetected import as_undetected
 
     und = as_undetected(floor if floor is not None else (1e-10, 1e-3))
     setup = prepare(plan, incidence, PhaseOne(mode=mode, steps=steps1, lr=cfg.phase1_lr, batch_size=batch1,

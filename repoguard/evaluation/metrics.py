@@ -205,13 +205,13 @@ def plan_evaluator(model, tokenizer, *, plan, incidence, texts: Sequence[str], s
                    micro_batch_size: int = 16) -> Evaluator | None:
     """The evaluator of a plan's held-out examples (None when the plan holds none out).
     `texts`/`seqs` are in plan order; `incidence` gives the slices (`split.slices`)."""
-    from repoguard.evaluation.split import slices
+    from repoguard.source.split import slices
 
     test = plan.test_mask
     if not test.any():
         return None
     if list(incidence.example_ids) != list(plan.example_ids):
-        from repoguard.errors import InputError
+        from repoguard.core.errors import InputError
         raise InputError("plan and incidence list different examples; re-run `repoguard plan`")
     es = build_eval_set(slices(incidence, test), texts, seqs, tokenizer, max_length=max_length,
                         max_examples=max_examples, max_lines=max_lines)

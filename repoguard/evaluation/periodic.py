@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from repoguard.artefacts import atomic_write_json
+from repoguard.core.artefacts import atomic_write_json
 from repoguard.evaluation.metrics import Evaluator, headline
 
 

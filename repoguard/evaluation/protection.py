@@ -36,7 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.errors import InputError, PolicyError
+
+# Every arm `compare` knows, in the order its table prints them.
+ARMS = ("hush", "hush-kl", "hush-gdp", "uniform", "drop-dp", "drop", "no-dp", "two-phase", "two-phase-noised")
 
 PROTECTED = ("hush", "hush-kl", "hush-gdp", "uniform", "drop-dp", "two-phase-noised")
 REFERENCES = ("drop", "no-dp", "two-phase")
@@ -72,7 +75,7 @@ def snapshot(ledger_path: str | Path, target) -> LedgerSnapshot:
     an append cannot land between the spending and the legacy runs. A missing ledger is empty.
     Raises PolicyError when the ledger fails verification."""
     from repoguard.accounting.ledger import read_entries, shared_lock, spending, verify
-    from repoguard.undetected import legacy_runs
+    from repoguard.planning.undetected import legacy_runs
 
     path = Path(ledger_path)
     if not path.exists():
@@ -120,7 +123,7 @@ def floor_entry(target, *, rho_u: float, sigma: float, sigma_floor: float | None
 
 
 def _split(base_plan):
-    from repoguard.evaluation.split import Split
+    from repoguard.source.split import Split
 
     h = base_plan.extra.get("holdout") or {}
     return Split(test=base_plan.test_mask, files=(), fraction=float(h.get("fraction") or 0.0),
@@ -131,7 +134,7 @@ def _split(base_plan):
 def base_floor(base_plan, defaults=None):
     """The floor the base plan was made with (`plan.extra["undetected_floor"]` as an
     `Undetected`), else k = 1 at `defaults` (p, r) or (1e-10, 1e-3), enforced."""
-    from repoguard.config import Undetected
+    from repoguard.core.config import Undetected
 
     rec = base_plan.extra.get("undetected_floor") or {}
     if "k" in rec and "p" in rec and "r" in rec:
@@ -149,8 +152,8 @@ def arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsho
 
     Raises InputError for an unknown arm or too few training examples for B, PolicyError when
     the ledger's spending leaves no σ ≤ 1e6 meeting the targets or the floor."""
-    from repoguard.plan import Plan, build_plan
-    from repoguard.undetected import as_undetected, untied_rho
+    from repoguard.planning.plan import Plan, build_plan
+    from repoguard.planning.undetected import as_undetected, untied_rho
 
     und = as_undetected(floor) if floor is not None else base_floor(base_plan)
     snap = snap or LedgerSnapshot()
@@ -201,7 +204,6 @@ def arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsho
         enforce = und.enabled or name == "drop-dp"
         plan, fl = _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, common)
         return ArmPlan(name, plan, True, True, fl)
-    from repoguard.evaluation.compare import ARMS
     raise InputError(f"--arms: unknown arm {name!r} (known: {', '.join(ARMS)})")
 
 
@@ -221,8 +223,8 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     from repoguard.accounting.calibrate import Infeasible, calibrate
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.accounting.calibrate import spent_arrays, spent_histories
-    from repoguard.plan import Plan, SecretPlan
-    from repoguard.undetected import FloorAccount
+    from repoguard.planning.plan import Plan, SecretPlan
+    from repoguard.planning.undetected import FloorAccount
 
     secrets = incidence.secrets
     alphas = tuple(DEFAULT_ALPHAS)

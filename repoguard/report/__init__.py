@@ -1,4 +1,5 @@
-"""The report: `OUT/report/report.json` (machine-readable) and one self-contained `report.html`.
+"""Takes every stage's artefacts in OUT; writes `OUT/report/`; hands nothing further (people and
+CI read it). The report: `OUT/report/report.json` (machine-readable) and one self-contained `report.html`.
 
 Modules, in the order data flows through them:
     collect   read every stage's artefact in OUT (all optional except none) → one JSON document
@@ -13,11 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-MAX_ROWS = 200
-MAX_EXPLORER = 100
-MAX_EVIDENCE = 20
-MAX_FINDINGS = 200
-HTML_SIZE_BOUND = 2_000_000       # bytes
+from repoguard.report.limits import HTML_SIZE_BOUND, MAX_EVIDENCE, MAX_EXPLORER, MAX_FINDINGS, MAX_ROWS  # noqa: F401
 
 
 def build_report(out: str | Path, *, repo_name: str = "") -> dict:
@@ -27,7 +24,7 @@ def build_report(out: str | Path, *, repo_name: str = "") -> dict:
     reproducible runs that trained it}}.
 
     Raises InputError when `out` holds none of the stages' artefacts."""
-    from repoguard.artefacts import atomic_dir, atomic_write_json, atomic_write_text
+    from repoguard.core.artefacts import atomic_dir, atomic_write_json, atomic_write_text
     from repoguard.report.collect import collect
     from repoguard.report.html import render
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 def _read_json(path: Path):
@@ -55,7 +55,7 @@ def _masked(redacted) -> str:
 
 
 def _findings(out: Path) -> dict | None:
-    from repoguard.report import MAX_FINDINGS
+    from repoguard.report.limits import MAX_FINDINGS
 
     doc = _read_json(out / "scan" / "findings.json")
     if doc is None:
@@ -98,7 +98,7 @@ def _secrets(plan, ledger: dict | None, evidence_counts: dict, *, no_privacy: bo
     """Per-secret rows and counts. A secret an insecure-reproducible run trained (ledger, or the
     plan's record) is never "within target"; with `no_privacy` (the published run was --no-dp)
     no secret is."""
-    from repoguard.report import MAX_ROWS
+    from repoguard.report.limits import MAX_ROWS
 
     spent = (ledger or {}).get("spent_kl", {})
     insecure = {**(plan.extra.get("insecure_runs") or {}), **((ledger or {}).get("insecure") or {})}
@@ -132,7 +132,7 @@ def _count(it) -> dict:
 
 def _explorer(plan, inc, rows: list[dict]) -> list[dict]:
     """Evidence per shown secret: which files, which analyzer, why (capped)."""
-    from repoguard.report import MAX_EVIDENCE, MAX_EXPLORER
+    from repoguard.report.limits import MAX_EVIDENCE, MAX_EXPLORER
 
     wanted = [r["id"] for r in rows[:MAX_EXPLORER]] if rows else [s.id for s in inc.secrets[:MAX_EXPLORER]]
     want = set(wanted)
@@ -155,7 +155,7 @@ def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
     `extra["retention"]` when it has one, else computed from its w). Corpus: files left out before
     weighting, by reason (corpus/excluded.json). Rows: the `limit` groups with the smallest
     retained share."""
-    from repoguard.retention import retention, top_dir
+    from repoguard.planning.retention import retention, top_dir
 
     given = plan.extra.get("retention") if isinstance(plan.extra.get("retention"), dict) else None
     ret = given if given and "per_directory" in given else retention(inc, plan.w, plan.test_mask)
@@ -176,7 +176,7 @@ def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
 
 def collect(out: Path, *, repo_name: str = "") -> dict:
     """The report document. Raises InputError when `out` has no artefact of any stage."""
-    from repoguard.report import MAX_EXPLORER, MAX_ROWS
+    from repoguard.report.limits import MAX_EXPLORER, MAX_ROWS
 
     out = Path(out)
     doc: dict = {"format_version": 1, "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -193,10 +193,10 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                          if isinstance(pr, dict) and pr.get("private") is False else None)
     inc = plan = None
     if (out / "incidence" / "secrets.json").is_file():
-        from repoguard.incidence import load_incidence
+        from repoguard.analyzers.incidence import load_incidence
         inc = load_incidence(out)
     if (out / "plan" / "plan.json").is_file():
-        from repoguard.plan import load_plan
+        from repoguard.planning.plan import load_plan
         plan = load_plan(out)
     ev_counts = _count(e.secret_id for e in inc.evidence) if inc is not None else {}
     if plan is not None:

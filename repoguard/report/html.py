@@ -214,7 +214,7 @@ def _left_out(lo: dict | None) -> str:
 
 
 def _sweep_note(sweep: list[dict]) -> str:
-    from repoguard.retention import sweep_retention_flat
+    from repoguard.planning.retention import sweep_retention_flat
 
     if not sweep_retention_flat(sweep):
         return ""

@@ -32,7 +32,7 @@ def sweep_plot(sweep: list[dict], chosen_c: float | None, n_train: int | None = 
     """Retention (share with w > 0, and Σw/n over the `n_train` training examples; left axis) and σ
     (right axis) against c, log2 x axis [Hush Fig. 1a, 1c]. When Σw is the same at every c
     (`retention.sweep_retention_flat`) the title says so: c then moves only σ and the secrets' weight."""
-    from repoguard.retention import sweep_retention_flat
+    from repoguard.planning.retention import sweep_retention_flat
 
     pts = [r for r in sweep if r.get("c")]
     if not pts:

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repoguard.artefacts import file_sha256
-from repoguard.errors import InputError
+from repoguard.core.artefacts import file_sha256
+from repoguard.core.errors import InputError
 from repoguard.training.model import TinyConfig
 
 log = logging.getLogger("repoguard")
@@ -214,7 +214,7 @@ def _build(dest: Path, corpus: list[tuple[str, str]], config: PretrainConfig, *,
     import numpy as np
     import torch
 
-    from repoguard.progress import progress
+    from repoguard.core.progress import progress
     from repoguard.training.model import save_base_model, tiny_llama, train_tokenizer
 
     t0 = time.perf_counter()

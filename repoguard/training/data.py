@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.errors import InputError, PolicyError
 
 Redactor = Callable[[str, str], tuple[str, list]]
 
@@ -69,7 +69,7 @@ def example_texts(corpus, example_ids: Sequence[str], *, redactor: Redactor | No
     (`ExampleRedactor`).
 
     Args:
-        corpus: a `repoguard.corpus.Corpus` (`.examples`, `.text(example)`, `.file_data(example)`).
+        corpus: a `repoguard.source.corpus.Corpus` (`.examples`, `.text(example)`, `.file_data(example)`).
         example_ids: the plan's example ids (rows of ρ).
         redactor: `(text, path) -> (redacted, findings)` applied to whole files (finding offsets:
             UTF-8 bytes of the file); None only for already-clean texts.

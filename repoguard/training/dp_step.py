@@ -31,7 +31,7 @@ from typing import Sequence
 
 import torch
 
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.errors import InputError, PolicyError
 from repoguard.training.data import per_example_loss
 from repoguard.training.ddp import Dist
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 HEAD_KEY = "ledger_head"
 _GENESIS = "0" * 64

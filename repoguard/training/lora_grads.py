@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 
 class LoraGradSampler:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 CPU_DEFAULT = 8          # "auto" on the CPU
 HEADROOM = 0.85          # fraction of the budget a micro-batch may use (fragmentation, allocator slack)

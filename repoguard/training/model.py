@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>")
 

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 log = logging.getLogger("repoguard")
 
@@ -116,7 +116,7 @@ def phase_one_plan(plan, public: np.ndarray, *, steps: int, batch_size: float, s
     `plan`; no secrets. Its `test` mask is every non-public example (tied or held out), so the
     trainer's per-batch held-out check (`trainer.train`) refuses any of them at every step.
     Raises InputError when B₁ exceeds n_public."""
-    from repoguard.plan import Plan
+    from repoguard.planning.plan import Plan
 
     n = int(public.sum())
     if n == 0:
@@ -338,7 +338,7 @@ def _save_result(result: Path, model, key: dict) -> None:
     """Phase 1's trainable (LoRA) parameters and settings, atomically, owner-only."""
     from safetensors.torch import save_file
 
-    from repoguard.artefacts import atomic_dir, atomic_write_json
+    from repoguard.core.artefacts import atomic_dir, atomic_write_json
     from repoguard.training.randomness import secure_tree
 
     with atomic_dir(result) as tmp:

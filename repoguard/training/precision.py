@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 

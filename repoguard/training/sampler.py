@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from repoguard.errors import PolicyError
+from repoguard.core.errors import PolicyError
 
 
 class PoissonSampler:

@@ -55,7 +55,7 @@ def teacher_forced(model, seqs: Sequence[np.ndarray], *, pad_id: int, batch_size
         label: a progress-bar label (None: no bar).
     Yields `Scored` per batch; every sequence's row appears once. Call inside `evaluating(model)`
     (or `torch.no_grad()`) unless gradients are wanted."""
-    from repoguard.progress import progress
+    from repoguard.core.progress import progress
     from repoguard.training.data import collate, token_nll
 
     device = next(model.parameters()).device

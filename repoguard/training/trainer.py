@@ -47,8 +47,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from repoguard.artefacts import atomic_dir, atomic_write_json, atomic_write_text
-from repoguard.errors import InputError
+from repoguard.core.artefacts import atomic_dir, atomic_write_json, atomic_write_text
+from repoguard.core.errors import InputError
 from repoguard.training.data import collate
 from repoguard.training.ddp import Dist
 from repoguard.training.dp_step import DPStep, PrivacyInvariantError
@@ -160,7 +160,7 @@ def _progress(total: int, start: int, enabled: bool):
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
-    from repoguard import progress as rg_progress
+    from repoguard.core import progress as rg_progress
 
     if not enabled or not rg_progress.enabled():
         return None
@@ -188,7 +188,7 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
 
     Args:
         model: peft model on its device. seqs: token ids per plan example (plan order).
-        pad_id: padding token. plan: `repoguard.plan.Plan` (ρ, σ, B, T, C).
+        pad_id: padding token. plan: `repoguard.planning.plan.Plan` (ρ, σ, B, T, C).
         train_dir: `OUT/train`. ledger: None only for tests of the bare loop (nothing published).
         resume: continue from the latest checkpoint. on_step: called after each finished step
             (tests raise from it to simulate a crash). publish: False = a dry run (benchmarks,

@@ -17,48 +17,7 @@ Hyperscan) it calls `find(data, path, None)`, which must then search the whole t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, NamedTuple
-
-from repoguard.credentials.priority import STRUCTURAL
-
-
-class Hit(NamedTuple):
-    """A secret found by a detector: `start`/`end` are byte offsets of the value in the text."""
-
-    start: int
-    end: int
-    secret: bytes
-
-
-@dataclass(frozen=True)
-class Detector:
-    """A structural detector (see the module docstring). `priority`: which finding the engine
-    keeps when this detector and a rule or another detector claim one span (levels in
-    `credentials.priority`; lower wins). `prefilter`: b"" for none, else a regex whose match
-    ends `find` takes as its third argument."""
-
-    id: str
-    description: str
-    triggers: tuple[bytes, ...]
-    find: Callable[..., Iterable[Hit]]
-    tags: tuple[str, ...] = ("structural",)
-    priority: int = STRUCTURAL
-    prefilter: bytes = b""
-
-
-def first_group(m) -> int:
-    """Index of the first group of regex match `m` that took part in the match (0 when none):
-    detectors whose pattern lists alternative shapes, each capturing the value in its own group."""
-    return next((k for k in range(1, (m.lastindex or 0) + 1) if m.group(k) is not None), 0)
-
-
-def group_hits(rx, data: bytes, ok: Callable[[bytes], bool]) -> Iterator[Hit]:
-    """Hits for the first matching group of each `rx` match in `data` whose value `ok` accepts."""
-    for m in rx.finditer(data):
-        g = first_group(m)
-        if g and ok(m.group(g)):
-            yield Hit(*m.span(g), m.group(g))
+from repoguard.credentials.structural.base import Detector, Hit  # noqa: F401  (the package's types)
 
 
 def all_detectors() -> tuple[Detector, ...]:

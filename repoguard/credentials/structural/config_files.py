@@ -15,7 +15,7 @@ from typing import Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _NETRC = re2.compile(rb"\bmachine\s+[^\s\"']+(?:\s+(?:login|account)\s+[^\s\"']+){0,2}\s+password\s+([^\s\"']+)")

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _JDBC = re2.compile(rb"(?i)jdbc:[a-z0-9]+:[^\s\"'`<>]{0,300}?[;?&:](?:password|pwd)=([^;&\s\"'`<>]{1,128})")

@@ -13,7 +13,7 @@ from typing import Iterator
 import re2
 
 from repoguard.credentials.entropy import shannon_entropy as entropy
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _HEADER = re2.compile(

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit, group_hits
+from repoguard.credentials.structural.base import Detector, Hit, group_hits
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _ARG = rb"(?:\"([^\"\n]{1,128})\"|'([^'\n]{1,128})'|([^\s\"'|;&`]{1,128}))"

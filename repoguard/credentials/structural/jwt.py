@@ -11,7 +11,7 @@ from typing import Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 
 _JWT = re2.compile(rb"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.([A-Za-z0-9_-]{16,})")
 

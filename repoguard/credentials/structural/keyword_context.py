@@ -59,8 +59,8 @@ import re2
 from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.priority import CONTEXT
-from repoguard.credentials.rules import max_width
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.rule_types import max_width
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _KIND = re2.compile(rb"(?mi)^[ \t]*kind:[ \t]*[\"']?Secret[\"']?[ \t]*(?:#.*)?$")

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit, first_group
+from repoguard.credentials.structural.base import Detector, Hit, first_group
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 _Q = rb"(?:\"([^\"\n]{%d,128})\"|'([^'\n]{%d,128})')"

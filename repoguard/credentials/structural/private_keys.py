@@ -14,7 +14,7 @@ from typing import Iterator
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 
 _BEGIN = re2.compile(rb"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
 _PUTTY = re2.compile(rb"PuTTY-User-Key-File-[23]: [a-z0-9-]+\r?\nEncryption: [a-z0-9-]+")

@@ -11,7 +11,7 @@ from urllib.parse import unquote_to_bytes
 
 import re2
 
-from repoguard.credentials.structural import Detector, Hit
+from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder
 
 # scheme (RFC 3986 §3.1), userinfo without '/', '?', '#', '@', whitespace or quotes, then a host.

@@ -246,7 +246,7 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
     evidence backs it). Kept: n ≥ `min_mentions`, n_top ≥ 2, in ≥ `min_files` files, share ≥
     `min_concentration`. Ranked: coined terms by score, then compounds of common English words
     (`compound_of`: "restapi", "postcrash") by score."""
-    from repoguard.suggest_lexicon import (MANIFEST, compound_of, dependency_names, dictionary_words, people_words,
+    from repoguard.tagging.suggest_lexicon import (MANIFEST, compound_of, dependency_names, dictionary_words, people_words,
                                            stdlib_words)
 
     excluded = stdlib_words() | people_words(repo)

@@ -29,7 +29,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 CONFIG_FILENAME = "repoguard.toml"
 

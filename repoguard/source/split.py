@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 DEFAULT_FRACTION = 0.05
 DEFAULT_MIN_FILES = 8

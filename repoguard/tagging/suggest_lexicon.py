@@ -161,7 +161,7 @@ def stdlib_words(min_modules: int = 2) -> frozenset[str]:
     `stdlib-words-KEY.txt`, KEY the digest of the interpreter version and the stdlib's file
     list, sizes and mtimes (`_stdlib_digest`); written atomically, rebuilt when missing or
     unreadable, never required (a read-only home only costs the rescan)."""
-    from repoguard.artefacts import atomic_write_text, user_cache_dir
+    from repoguard.core.artefacts import atomic_write_text, user_cache_dir
 
     root = sysconfig.get_paths().get("stdlib")
     if not root or not os.path.isdir(root):

@@ -37,10 +37,10 @@ from typing import Iterable, Sequence
 
 import pathspec
 
-from repoguard.config import CONFIG_FILENAME, CorpusConfig
-from repoguard.errors import InputError
-from repoguard.gitrepo import GitRepo, OutsideRoot, PlainDir, git_blob_sha, read_inside, symlinked_component
-from repoguard.progress import progress
+from repoguard.core.config import CONFIG_FILENAME, CorpusConfig
+from repoguard.core.errors import InputError
+from repoguard.source.gitrepo import GitRepo, OutsideRoot, PlainDir, git_blob_sha, read_inside, symlinked_component
+from repoguard.core.progress import progress
 
 EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".pyx": "python",
@@ -437,7 +437,7 @@ def save_corpus(corpus: Corpus, out_dir: str | Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json
+    from repoguard.core.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json
 
     target = Path(out_dir) / "corpus"
     with atomic_dir(target) as tmp:
@@ -469,7 +469,7 @@ def load_corpus(out_dir: str | Path, root: str | Path | None = None) -> Corpus:
     import pyarrow.parquet as pq
 
     d = Path(out_dir) / "corpus"
-    from repoguard.artefacts import read_json
+    from repoguard.core.artefacts import read_json
 
     meta = read_json(d / "excluded.json", what="corpus (run `repoguard analyze`)")
     try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from repoguard.errors import InputError
-from repoguard.incidence import Evidence, Incidence
+from repoguard.core.errors import InputError
+from repoguard.analyzers.incidence import Evidence, Incidence
 
 
 def _ev(e: Evidence) -> dict:
@@ -19,7 +19,7 @@ def _ev(e: Evidence) -> dict:
 
 
 def _order(rows: list[Evidence]) -> list[Evidence]:
-    from repoguard.incidence import ANALYZERS
+    from repoguard.analyzers.incidence import ANALYZERS
 
     rank = {a: i for i, a in enumerate(ANALYZERS)}
     return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), e.reason))
@@ -82,7 +82,7 @@ def check_in_corpus(out_dir: Path, repo, path: str) -> None:
     absent. Returns None when the path has examples."""
     import pyarrow.parquet as pq
 
-    from repoguard.artefacts import read_json
+    from repoguard.core.artefacts import read_json
 
     d = Path(out_dir) / "corpus"
     meta = read_json(d / "excluded.json", what="corpus (run `repoguard analyze`)")

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Sequence
 
 from repoguard import analyzers
-from repoguard.artefacts import FORMAT_VERSION, atomic_write_json, atomic_write_text
-from repoguard.config import Config
-from repoguard.errors import InputError
-from repoguard.incidence import Evidence, Incidence, Secret, build_incidence, save_incidence
+from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json, atomic_write_text
+from repoguard.core.config import Config
+from repoguard.core.errors import InputError
+from repoguard.analyzers.incidence import Evidence, Incidence, Secret, build_incidence, save_incidence
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "cache/analyzers.json"
@@ -148,7 +148,7 @@ def summarize(inc: Incidence, file_examples: dict, seconds: dict[str, float], co
             "seconds": seconds[name],
         }
     cfg = config.analyzers
-    from repoguard.provenance import analysis_config_digest
+    from repoguard.core.provenance import analysis_config_digest
 
     return {
         "config_digest": analysis_config_digest(config),   # the trainer compares it (provenance.py)
@@ -181,7 +181,7 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     """Build the corpus, run the analyzers, write the artefacts to `out` (when `write`).
 
     Raises InputError for an unknown analyzer name in `only`."""
-    from repoguard.corpus import build_corpus, save_corpus
+    from repoguard.source.corpus import build_corpus, save_corpus
 
     out = Path(out)
     names = list(only) if only else list(config.analyzers.enabled)

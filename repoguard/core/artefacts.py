@@ -147,7 +147,7 @@ def _being_written(tmp: Path, path: Path, exc: BaseException) -> Path:
 
 def read_json(path: str | os.PathLike, *, what: str) -> Any:
     """Load a JSON artefact; raise InputError naming the file when it is missing or corrupt."""
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     p = Path(path)
     try:

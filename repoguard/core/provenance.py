@@ -12,7 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 # The config sections the analysis (corpus, secrets, incidence) depends on; `[plan]`, `[training]`
 # and `[ledger]` change how a plan is made or trained, not which examples carry which secret.

@@ -21,8 +21,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from repoguard.config import Undetected
-from repoguard.errors import InputError, PolicyError
+from repoguard.core.config import Undetected
+from repoguard.core.errors import InputError, PolicyError
 
 PHASE1_SHARE = 0.5     # a noised phase 1 spends half the floor's headroom: r₁ = p + ½(r − p)
 
@@ -231,7 +231,7 @@ def describe(rec: dict | None) -> str:
 def resolve(config, override: str | None = None) -> Undetected:
     """The floor for this run: `--undetected` (`override`) when given, else `[defaults]`'s.
     Raises InputError for a malformed override."""
-    from repoguard.config import parse_undetected
+    from repoguard.core.config import parse_undetected
 
     return parse_undetected(override, config.defaults) if override is not None else config.undetected
 

@@ -1,12 +1,13 @@
-"""The six stages `repoguard run` strings together (pipeline.py), each as three functions:
+"""The six stages `repoguard run` strings together (`runner.run_pipeline`), each as three functions:
 
     inputs(ctx) -> JSON-able dict   what the stage's result depends on (hashed by the runner)
     execute(ctx) -> info dict       run it by calling the stage function, write its artefacts
     outputs(ctx) -> sha256          digest of the artefacts it wrote (what downstream reads)
 
-The stage functions are the commands' own: the scan command (its logic lives in `run(args)`, so
-it is called with a constructed namespace), `analyze.run_analyze`, `plan.build_plan`,
-`training.pipeline.run_training`, `audit.extraction.run_extract_audit`, `report.build_report`.
+The stage functions are the commands' own: `credentials.job.run_scan` (called with the scan
+command's options as a constructed namespace), `analyzers.analyze.run_analyze`,
+`planning.plan.build_plan`, `train_stage.run_training`, `audit.extraction.run_extract_audit`,
+`report.build_report`.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import logging
 from pathlib import Path
 
 from repoguard import __version__
-from repoguard.pipeline import (AUDIT_STEPS, Context, batch_rule_line, choose_batch, ledger_heads, source_digest,
-                                tree_digest, untied_count)
+from repoguard.core.provenance import tree_digest
+from repoguard.pipeline.context import AUDIT_STEPS, Context, ledger_heads, source_digest
+from repoguard.planning.batch_rule import batch_rule_line, choose_batch, untied_count
 
 log = logging.getLogger("repoguard")
 
@@ -28,7 +30,7 @@ log = logging.getLogger("repoguard")
 def _code() -> str:
     """repoguard's version and a digest of its own source: a changed stage implementation
     invalidates recorded results as a changed input does."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent     # the whole repoguard package
     return f"{__version__}:{tree_digest(*sorted(pkg.rglob('*.py')))}"
 
 
@@ -67,7 +69,7 @@ class scan:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.commands import scan as cmd
+        from repoguard.credentials.job import run_scan
 
         report = ctx.out / "scan" / "report.json"
         ns = argparse.Namespace(
@@ -75,7 +77,9 @@ class scan:
             no_git=False, format="json", json=True, output=str(report), rules=[], baseline=None,
             update_baseline=False, jobs=None, max_file_bytes=None, config=ctx.config_path,
             out=str(ctx.out), quiet=True, verbose=0)
-        cmd.run(ns)     # exit 1 = findings: expected here (redacted from training, become secrets)
+        root = str(ctx.repo.root)
+        # exit 1 = findings: expected here (redacted from training, become secrets)
+        run_scan(ns, ctx.repo, ctx.config, ctx.out, targets=[root], explicit=False, base=root)
         doc = _read(ctx.out / "scan" / "findings.json") or {}
         found = doc.get("findings", [])
         return {"findings": len(found), "rules": sorted({f.get("rule_id") for f in found}),
@@ -99,7 +103,7 @@ class analyze:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.analyze import run_analyze
+        from repoguard.analyzers.analyze import run_analyze
 
         s = run_analyze(ctx.repo, ctx.config, ctx.out).summary
         untied = None
@@ -121,7 +125,7 @@ class analyze:
 
 
 def _incidence(ctx):
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     try:
         return load_incidence(ctx.out)
@@ -160,8 +164,8 @@ def _floor_kwargs(ctx, params: dict, before: dict, frac: float, pairs: dict) -> 
     """`build_plan`'s undetected-floor arguments for this run: `--undetected` or `[defaults]`, its
     run target under the budget fraction (the floor's ledger account follows `run_targets` like a
     secret), and phase 1's reservation when `[training]` runs a noised phase 1."""
-    from repoguard import undetected
-    from repoguard.incidence import Secret
+    from repoguard.planning import undetected
+    from repoguard.analyzers.incidence import Secret
 
     target = undetected.resolve(ctx.config, ctx.settings.undetected)
     acct = Secret(target.account, "undetected", target.p, target.r)
@@ -226,9 +230,9 @@ class plan:
     @staticmethod
     def execute(ctx):
         from repoguard.accounting.ledger import spending, verify
-        from repoguard.commands.plan import _Progress, plan_summary
-        from repoguard.incidence import load_incidence
-        from repoguard.plan import build_plan, save_plan
+        from repoguard.planning.summary import CalibrationProgress, plan_summary
+        from repoguard.analyzers.incidence import load_incidence
+        from repoguard.planning.plan import build_plan, save_plan
 
         params = _plan_params(ctx)
         for k in ("batch_size", "steps", "clip_norm"):
@@ -254,8 +258,8 @@ class plan:
         true_r = {x.id: x.r for x in inc.secrets}
         inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac, pairs))
         floor = _floor_kwargs(ctx, params, before, frac, pairs)
-        prog = _Progress() if ctx.settings.show_progress else None
-        from repoguard.evaluation.split import split_from_config
+        prog = CalibrationProgress() if ctx.settings.show_progress else None
+        from repoguard.source.split import split_from_config
         try:
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
                            holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
@@ -265,7 +269,7 @@ class plan:
         p.extra["ledger_head"] = head
         p.extra["budget_fraction"] = frac
         p.extra["batch_rule"] = _batch_choice(ctx)
-        from repoguard.provenance import analysis_config_digest
+        from repoguard.core.provenance import analysis_config_digest
 
         p.extra["inputs"] = {"config": analysis_config_digest(ctx.config)}     # save_plan adds the rest
         mark_insecure(p, ctx.ledger)
@@ -309,7 +313,7 @@ def _floor_line(fl: dict) -> str:
 
 # -- train ----------------------------------------------------------------------------------------
 def _train_cfg(ctx):
-    from repoguard.training.pipeline import merge_config
+    from repoguard.pipeline.train_stage import merge_config
 
     s = ctx.settings
     return merge_config(ctx.config.training, model=s.model, max_length=s.max_length, lora_r=s.lora_r,
@@ -327,10 +331,10 @@ class train:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.training.pipeline import RunOptions, run_training
+        from repoguard.pipeline.train_stage import RunOptions, run_training
 
         s = ctx.settings
-        from repoguard.provenance import analysis_config_digest
+        from repoguard.core.provenance import analysis_config_digest
 
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
                           insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
@@ -426,7 +430,7 @@ def _config_digest(ctx) -> str:
 
 
 def _input(msg: str):
-    from repoguard.errors import InputError
+    from repoguard.core.errors import InputError
 
     return InputError(msg)
 

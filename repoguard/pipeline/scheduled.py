@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from repoguard.artefacts import atomic_write_json
-from repoguard.errors import PolicyError, RepoguardError
+from repoguard.core.artefacts import atomic_write_json
+from repoguard.core.errors import PolicyError, RepoguardError
 
 EXIT_LOCKED = 75
 LOCK_FILE = "run.lock"
@@ -86,7 +86,7 @@ def point_latest(runs: Path, run_id: str) -> Path:
 def _prepare(out: Path, run_dir: Path) -> dict | None:
     """Link the shared ledger and cache into `run_dir` and copy the last run's analysis there;
     returns the state to start from (scan/analyze records only) or None."""
-    from repoguard.pipeline import load_state
+    from repoguard.pipeline.context import load_state
 
     (out / "cache").mkdir(exist_ok=True)
     for name in ("ledger.jsonl", "ledger.jsonl.head"):
@@ -110,7 +110,7 @@ def run_scheduled(repo, config, *, config_path: str | None, out: Path, settings,
     "previous_run". Raises LockedError (75), PolicyError (1: budget, findings) or InputError (2)."""
     from dataclasses import replace
 
-    from repoguard.pipeline import run_pipeline
+    from repoguard.pipeline.runner import run_pipeline
 
     out = Path(out)
     with run_lock(out):

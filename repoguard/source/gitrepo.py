@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Sequence
 
-from repoguard.errors import InputError
+from repoguard.core.errors import InputError
 
 log = logging.getLogger(__name__)
 

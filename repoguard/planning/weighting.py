@@ -18,18 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import xlogy
 from scipy.stats import norm
+
+from repoguard.accounting.bounds import binary_kl
 
 GLOP_MAX_NONZEROS = 200_000        # above this the LP goes to PDLP
 CAPS = ("kl", "gdp")
-
-
-def binary_kl(q: np.ndarray | float, p: np.ndarray | float) -> np.ndarray:
-    """kl(q‖p) = q log(q/p) + (1−q) log((1−q)/(1−p)) in nats, elementwise (0 log 0 = 0)."""
-    q = np.asarray(q, dtype=float)
-    p = np.asarray(p, dtype=float)
-    return xlogy(q, q) - xlogy(q, p) + xlogy(1 - q, 1 - q) - (1 - q) * np.log1p(-p)
 
 
 def secret_caps(p: np.ndarray, r: np.ndarray, kind: str = "kl") -> np.ndarray:

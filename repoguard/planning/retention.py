@@ -24,7 +24,7 @@ def retention(incidence, w: np.ndarray, test: np.ndarray | None = None) -> dict:
     "retained" (Σw/examples, None when it has none)}; per directory {"directory", "examples",
     "held_out", "tied", "sum_w", "retained"}; both sorted by retained share, least first.
     `w` (n_examples,) in plan row order; `test` bool (n_examples,) or None."""
-    from repoguard.evaluation.split import example_path
+    from repoguard.source.split import example_path
 
     ids = list(incidence.example_ids)
     w = np.asarray(w, dtype=float)

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from repoguard.artefacts import atomic_dir
-from repoguard.config import TrainingConfig
-from repoguard.errors import InputError
+from repoguard.core.artefacts import atomic_dir
+from repoguard.core.config import TrainingConfig
+from repoguard.core.errors import InputError
 
 log = logging.getLogger("repoguard")
 
@@ -44,8 +44,8 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     the plan, no redaction or ledger available, a DP invariant violated)."""
     import torch
 
-    from repoguard.corpus import load_corpus
-    from repoguard.plan import load_plan
+    from repoguard.source.corpus import load_corpus
+    from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
@@ -62,7 +62,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         raise InputError(f"{out / 'plan' / 'plan.json'}: --adjacency replace is unsound for secrets carried by "
                          f"several examples ({', '.join(grouped[:5])}{' …' if len(grouped) > 5 else ''}); "
                          "re-plan with --adjacency zero-out")
-    from repoguard.provenance import check_plan_inputs
+    from repoguard.core.provenance import check_plan_inputs
 
     # The plan must be the one `plan` wrote (digest) for this config, corpus and incidence (issue 32 E, I).
     check_plan_inputs(plan, out, config_digest=opts.config_digest)
@@ -127,7 +127,7 @@ def _two_phase(out: Path, model, tok, plan, seqs, cfg: TrainingConfig, opts: Run
                evaluator, ledger_path: Path) -> dict:
     """`[training] phases = 2`: the public phase, then the plan (`training.phases`)."""
     from repoguard.evaluation.periodic import PeriodicEval
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
     from repoguard.training.phases import PhaseOne, prepare, run_two_phase
 
     floor = (plan.extra.get("undetected_floor") or {})
@@ -148,7 +148,7 @@ def _evaluator(out: Path, model, tok, plan, texts, seqs, cfg: TrainingConfig):
     """The trainer's held-out evaluation hook for the plan's test examples, or None (no split)."""
     from repoguard.evaluation.metrics import plan_evaluator
     from repoguard.evaluation.periodic import PeriodicEval
-    from repoguard.incidence import load_incidence
+    from repoguard.analyzers.incidence import load_incidence
 
     ev = plan_evaluator(model, tok, plan=plan, incidence=load_incidence(out), texts=texts, seqs=seqs,
                         max_length=cfg.max_length, max_examples=cfg.eval_max_examples,

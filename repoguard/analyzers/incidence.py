@@ -23,8 +23,8 @@ from typing import Iterable, Mapping, Sequence
 
 from typing import TYPE_CHECKING
 
-from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, read_json
-from repoguard.errors import InputError
+from repoguard.core.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, read_json
+from repoguard.core.errors import InputError
 
 if TYPE_CHECKING:  # numpy/scipy load lazily: the pre-commit hook imports this module for its types
     import numpy as np

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from repoguard.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, file_sha256, read_json
-from repoguard.errors import InputError
+from repoguard.core.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json, file_sha256, read_json
+from repoguard.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
     """Write `out_dir/plan/` atomically; returns the directory. Records in `extra["inputs"]` the
     digests of `out_dir`'s corpus and incidence (keeping a "config" digest the caller set) and
     in plan.json the files' digest (`plan_files_digest`; also set on `plan.digest`)."""
-    from repoguard.provenance import artefact_digests
+    from repoguard.core.provenance import artefact_digests
 
     plan.check()
     target = Path(out_dir) / "plan"
@@ -217,8 +217,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
 
     from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
-    from repoguard.errors import PolicyError
-    from repoguard.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
+    from repoguard.core.errors import PolicyError
+    from repoguard.planning.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
 
     t0 = time.perf_counter()
     if not (batch_size > 0 and steps >= 1 and clip_norm > 0 and c >= 0):
@@ -241,7 +241,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     if test is not None and test.shape != (n_ex,):
         raise InputError(f"holdout: {test.shape[0]} entries for {n_ex} examples")
     train_rows = np.flatnonzero(~test) if test is not None else None
-    from repoguard.undetected import FloorAccount, as_undetected, floor_record, untied_rho
+    from repoguard.planning.undetected import FloorAccount, as_undetected, floor_record, untied_rho
 
     und = as_undetected(floor)
     enforce = und is not None and und.enabled
@@ -324,7 +324,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                             spent_pairs=list(hist) + [acct.history], progress=progress)
         except Infeasible as exc:
             if n_sec in exc.secrets:
-                from repoguard.undetected import infeasible_message
+                from repoguard.planning.undetected import infeasible_message
                 raise PolicyError(infeasible_message(und, legacy=len(acct.legacy))) from None
             raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
     from repoguard.accounting.pld import pair_record
@@ -346,7 +346,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
              "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
     if holdout is not None:
         extra["holdout"] = holdout.record()
-    from repoguard.retention import retention
+    from repoguard.planning.retention import retention
     extra["retention"] = retention(incidence, lp.w, test)
     if accountant != "kl":
         try:
@@ -382,7 +382,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
 
 def _pick_without_floor(rows) -> float | None:
     """The c the Σw/σ rule picks on the secrets' σ alone (what the plan was before the floor)."""
-    from repoguard.weighting import pick_c
+    from repoguard.planning.weighting import pick_c
 
     try:
         return pick_c([dataclasses.replace(r, sigma=r.sigma_secrets,
@@ -437,7 +437,7 @@ def _raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, i
 def _bought(incidence, test, results: dict, chosen: float, c_without, refine: list) -> dict:
     """What the floor's noise bought back: tied Σw at the chosen c against the c the rule picks
     without the floor, overall, per secret and per top-level directory (only rows that changed)."""
-    from repoguard.retention import retention
+    from repoguard.planning.retention import retention
 
     tied = np.asarray(incidence.matrix.getnnz(axis=1) > 0)
     train = ~test if test is not None else np.ones(tied.size, dtype=bool)

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from repoguard.analyzers import _files
-from repoguard.artefacts import atomic_write_text
-from repoguard.errors import InputError
-from repoguard.incidence import Evidence
+from repoguard.core.artefacts import atomic_write_text
+from repoguard.core.errors import InputError
+from repoguard.analyzers.incidence import Evidence
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,7 +105,7 @@ def entries_from_evidence(evidence: Iterable[Evidence]) -> Entries:
 def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[Evidence]:
     """Evidence for `files` (path → staged blob SHA) from the analyzers that depend only on the
     index: declared, imports, CODEOWNERS ownership, codenames in file contents, credentials."""
-    from repoguard.analyze import load_caches, save_cache
+    from repoguard.analyzers.analyze import load_caches, save_cache
     from repoguard.analyzers import codenames, declared, imports, ownership
     from repoguard.analyzers.imports_lang import language_of, supported
 
@@ -137,7 +137,7 @@ def staged_evidence(repo, config, out: Path, files: Mapping[str, str]) -> list[E
         evidence += credentials.scan_blobs(repo, files, config)
     if any(c.added for c in caches.values()):
         if not out.exists():
-            from repoguard.analyze import GITIGNORE
+            from repoguard.analyzers.analyze import GITIGNORE
 
             out.mkdir(parents=True)
             atomic_write_text(out / ".gitignore", GITIGNORE)
@@ -178,7 +178,7 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
     old = read_manifest(manifest)
     tracked = {f.path for f in _files.tracked_files(repo)}
     if all_files:
-        from repoguard.analyze import run_analyze
+        from repoguard.analyzers.analyze import run_analyze
 
         result = run_analyze(repo, config, out, write=False)
         new = entries_from_evidence(result.incidence.evidence)
@@ -211,7 +211,7 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
         atomic_write_text(manifest, render_manifest(new))
         ignore = manifest.parent / ".gitignore"
         if not ignore.exists():
-            from repoguard.analyze import GITIGNORE
+            from repoguard.analyzers.analyze import GITIGNORE
             atomic_write_text(ignore, GITIGNORE)
     return TagResult(changed, manifest, examined, {p: new[p] for p in examined if p in new},
                      sorted(set(old) - set(new)), time.perf_counter() - t0)

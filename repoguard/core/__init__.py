@@ -1,0 +1,8 @@
+"""What every stage stands on. Takes nothing from other packages; every package imports it.
+
+    config       the typed `repoguard.toml` (errors name file, line, key)
+    artefacts    atomic writes (temp file, then rename), output directories, the user cache
+    errors       InputError (exit 2), PolicyError (exit 1): one line, never a traceback
+    progress     rich progress for long loops, silent under -q or without a terminal
+    provenance   digests of the config, corpus and incidence a plan was made from
+"""

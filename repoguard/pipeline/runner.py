@@ -1,0 +1,142 @@
+"""The stage runner behind `repoguard run`: scan → analyze → plan → train → audit → report.
+
+Each stage's inputs are reduced to a content digest (SHA-256 of canonical JSON of: tracked blob
+SHAs and hashes of dirty working files, HEAD, the config file's bytes, the digests of the upstream
+artefacts the stage reads, and its flags) and recorded with the digest of what it wrote in
+`OUT/run_state.json` (format version 1):
+
+    {"format_version": 1, "stages": {name: {"inputs": sha256, "outputs": sha256, "seconds": s,
+      "max_rss_mb": peak RSS of the process so far, "info": {...}, "finished": UTC ISO}}}
+
+A stage is skipped when its input digest matches the recorded one and its artefacts still hash
+to the recorded output digest; a stage that re-runs and writes byte-identical artefacts leaves
+its downstream stages skipped too. `--from STAGE` forces that stage and every later one.
+
+The ledger is special: the plan depends on what *other* runs spent, so its input is the last
+ledger entry not written by this output directory's own training runs; when training must run
+against a plan made before the ledger moved, the plan is re-made first (the trainer would
+refuse it otherwise, training/guard.py).
+"""
+from __future__ import annotations
+
+import logging
+import resource
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from repoguard.core.config import Config
+from repoguard.core.errors import InputError, PolicyError
+from repoguard.pipeline.context import (STAGES, Context, RunSettings, digest, ledger_heads, load_state,
+                                        save_state)
+
+log = logging.getLogger("repoguard")
+
+
+def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, settings: RunSettings,
+                 say: Callable[[str], None] = lambda s: None, seed_state: dict | None = None) -> dict:
+    """Run the stages in order, skipping those whose inputs and artefacts are unchanged; returns
+    the summary (`summarize`). Raises InputError/PolicyError from the stages (the state of every
+    finished stage is saved first) and PolicyError for findings under `fail_on_findings`."""
+    from repoguard.pipeline import stages as st
+
+    if settings.from_stage is not None and settings.from_stage not in STAGES:
+        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(STAGES)})")
+    out.mkdir(parents=True, exist_ok=True)
+    config_bytes = Path(config_path).read_bytes() if config_path else b""
+    state = seed_state if seed_state is not None else load_state(out)
+    ctx = Context(repo, config, config_bytes, config_path, out, settings, state, say)
+    forced_from = STAGES.index(settings.from_stage) if settings.from_stage else len(STAGES)
+    order = [s for s in STAGES if s != "audit" or settings.audit]
+    for n, name in enumerate(order, 1):
+        stage = st.STAGE_FUNCS[name]
+        inputs = stage.inputs(ctx)
+        key = digest(inputs)
+        rec = ctx.recorded(name)
+        fresh = (STAGES.index(name) < forced_from and rec.get("inputs") == key
+                 and rec.get("outputs") == stage.outputs(ctx))
+        if fresh:
+            ctx.skipped.append(name)
+            ctx.infos[name] = rec.get("info", {})
+            say(f"[{n}/{len(order)}] {name}: unchanged, skipped")
+            continue
+        if name == "train":
+            key = _replan_if_ledger_moved(ctx, st, key)
+        say(f"[{n}/{len(order)}] {name} …")
+        t0 = time.perf_counter()
+        info = stage.execute(ctx)
+        secs = time.perf_counter() - t0
+        _record(ctx, name, stage, key=key, inputs=inputs, info=info, seconds=secs)
+        say(f"[{n}/{len(order)}] {name}: done in {secs:.1f} s{stage.describe(info)}")
+        if name == "scan" and settings.fail_on_findings and info.get("findings"):
+            raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
+                              f"(--fail-on-findings); see {out / 'scan' / 'findings.json'}")
+    return summarize(ctx)
+
+
+def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dict, seconds: float) -> None:
+    """Note stage `name` as run in this run and save its state record (after every stage, so a
+    failure keeps what finished)."""
+    ctx.infos[name] = info
+    if name in ctx.skipped:
+        ctx.skipped.remove(name)
+    if name not in ctx.ran:
+        ctx.ran.append(name)
+    ctx.state.setdefault("stages", {})[name] = {
+        "inputs": key, "outputs": stage.outputs(ctx), "seconds": round(seconds, 3),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "info": info, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inputs_detail": inputs,
+    }
+    save_state(ctx)
+
+
+def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
+    """Training must start from a plan made against the ledger's current head (guard.py).
+
+    The plan's own input is the last entry of *other* runs, so after this directory's training
+    appended to the ledger the plan stage reads as unchanged and is skipped, yet the trainer would
+    refuse it. It is re-made here, recorded as run (summary, state, seconds) and a line says so:
+    the "plan: unchanged, skipped" line printed before no longer describes the plan trained on."""
+    from repoguard.accounting.ledger import read_entries
+    from repoguard.planning.plan import load_plan
+
+    head, _ = ledger_heads(ctx.ledger, set())
+    if load_plan(ctx.out).extra.get("ledger_head", head) == head:
+        return train_key
+    ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
+    stage = st.STAGE_FUNCS["plan"]
+    t0 = time.perf_counter()
+    info = stage.execute(ctx)
+    secs = time.perf_counter() - t0
+    inputs = stage.inputs(ctx)
+    _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs)
+    ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
+            f"in {secs:.1f} s{stage.describe(info)}")
+    return digest(st.STAGE_FUNCS["train"].inputs(ctx))
+
+
+def summarize(ctx: Context) -> dict:
+    """The final summary `repoguard run --json` prints: counts, σ, B, T, the retained fraction
+    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage."""
+    i = ctx.infos
+    plan, train = i.get("plan", {}), i.get("train", {})
+    return {
+        "out": str(ctx.out), "ran": ctx.ran, "skipped": ctx.skipped,
+        "credentials_found": i.get("scan", {}).get("findings"),
+        "files": i.get("analyze", {}).get("files"),
+        "examples": i.get("analyze", {}).get("examples"),
+        "secrets": i.get("analyze", {}).get("secrets"),
+        "incidences": i.get("analyze", {}).get("incidences"),
+        "retained_fraction": plan.get("retained_fraction"),
+        "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
+        "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
+        "binding_secret": plan.get("binding_secret"), "undetected_floor": plan.get("undetected_floor"),
+        "batch_rule": plan.get("batch_rule"),
+        "exposures": plan.get("exposures", []), "insecure_runs": plan.get("insecure_runs") or {},
+        "adapter": train.get("adapter"), "run_id": train.get("run_id"),
+        "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
+        "ledger": str(ctx.ledger),
+        "seconds": {s: ctx.recorded(s).get("seconds") for s in STAGES if ctx.recorded(s)},
+    }
