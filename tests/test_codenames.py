@@ -71,7 +71,7 @@ def test_cache_reuses_per_blob_results(tmp_path):
     assert len(cache) == 2
     # poison the cache entry for a.py: a second run must use it, proving no re-parse
     key = next(k for k, v in cache.items() if v)
-    cache[key] = [["alpha", "Bluefin", 99]]
+    cache[key] = [["alpha", "Bluefin", 99, 0, 9]]
     second = list(codenames.analyze(repo, corpus, cfg, cache=cache))
     assert [e.reason for e in first] == ["mentions codename 'Bluefin' at line 1"]
     assert [e.reason for e in second] == ["mentions codename 'Bluefin' at line 99"]
@@ -132,3 +132,78 @@ def test_unmatched_reads_the_codename_of_each_row_not_its_reason(tmp_path):
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, declared_secrets(cfg), ev, corpus.examples)
     save_incidence(inc, tmp_path / "out")
     assert sorted(e.selector for e in load_incidence(tmp_path / "out").evidence) == ["Bluefin", "Harbor"]
+
+
+# -- a mention ties the chunks holding it, not the whole file (issue 28 item 5) ---------------------
+CHUNK_CONFIG = """
+[[secret]]
+id = "alpha"
+paths = ["alpha/**"]
+codenames = ["Bluefin"]
+"""
+
+
+def _funcs(tag: str, n: int = 400) -> list[str]:
+    """A long Python file (distinct per `tag`: identical chunks would be deduplicated)."""
+    return [f"def {tag}_{i}(x):\n    \"\"\"Handler {i}.\"\"\"\n    y = x * {i} + {i * 7}\n"
+            f"    return [y + k for k in range({i % 9 + 3})]\n\n\n" for i in range(n)]
+
+
+def _analyze_chunks(make_repo, tmp_path, files: dict[str, str]):
+    from repoguard.analyzers.analyze import run_analyze
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.core.config import load_config
+    from repoguard.source.corpus import load_corpus
+
+    repo_dir = make_repo({**files, "README.md": "# demo\n"})
+    (repo_dir / "repoguard.toml").write_text(CHUNK_CONFIG)
+    out = tmp_path / "out"
+    run_analyze(GitRepo(repo_dir), load_config(repo_dir / "repoguard.toml"), out, only=["declared", "codenames"])
+    inc = load_incidence(out)
+    corpus = load_corpus(out, repo_dir)
+    tied = set(inc.matrix.tocsc()[:, inc.secret_index()["alpha"]].nonzero()[0].tolist())
+
+    def rows(path):
+        return [i for i, e in enumerate(corpus.examples) if e.path == path]
+
+    def holding(path):
+        return [i for i in rows(path) if "bluefin" in corpus.text(corpus.examples[i]).lower()]
+
+    return inc, tied, rows, holding
+
+
+def test_one_mention_ties_only_the_chunk_holding_it(make_repo, tmp_path):
+    """One mention at line 1202 of a 2,400-line file ties the one chunk holding it (the whole
+    file's examples were tied before); two mentions in one chunk share a row naming both lines;
+    mentions in two chunks tie those two."""
+    one = _funcs("one")
+    one[200] = one[200].replace("Handler 200.", "Handler 200, tuned for the Bluefin desk.")
+    two = _funcs("two")
+    two[10] = two[10].replace("Handler 10.", "Bluefin handler.")
+    two[11] = two[11].replace("Handler 11.", "Bluefin handler too.")
+    two[390] = two[390].replace("Handler 390.", "Bluefin again.")
+    inc, tied, rows, holding = _analyze_chunks(make_repo, tmp_path, {
+        "tools/handlers.py": "".join(one), "tools/more.py": "".join(two)})
+    assert len(rows("tools/handlers.py")) >= 5, "the file must be cut into several chunks"
+    mine = [i for i in rows("tools/handlers.py") if i in tied]
+    assert mine == holding("tools/handlers.py") and len(mine) == 1
+    more = [i for i in rows("tools/more.py") if i in tied]
+    assert more == holding("tools/more.py") and len(more) == 2
+    reasons = sorted((e.path, e.reason) for e in inc.evidence if e.analyzer == "codenames")
+    assert reasons == [("tools/handlers.py", "mentions codename 'Bluefin' at line 1202"),
+                       ("tools/more.py", "mentions codename 'Bluefin' at line 2342"),
+                       ("tools/more.py", "mentions codename 'Bluefin' at lines 62, 68")]
+
+
+def test_path_mention_and_declared_paths_still_tie_the_whole_file(make_repo, tmp_path):
+    """A codename in the file's path ties every chunk; so does a file under the secret's declared
+    paths (`declared` ties it whole, a mention inside changes nothing)."""
+    body = _funcs("body")
+    inside = _funcs("inside")
+    inside[5] = inside[5].replace("Handler 5.", "Bluefin core.")
+    inc, tied, rows, _ = _analyze_chunks(make_repo, tmp_path, {
+        "tools/bluefin_handlers.py": "".join(body), "alpha/engine.py": "".join(inside)})
+    for path in ("tools/bluefin_handlers.py", "alpha/engine.py"):
+        assert len(rows(path)) >= 5 and set(rows(path)) <= tied, path
+    assert [(e.path, e.reason) for e in inc.evidence if e.analyzer == "codenames"] == [
+        ("tools/bluefin_handlers.py", "path names codename 'Bluefin'")]

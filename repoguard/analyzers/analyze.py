@@ -19,7 +19,7 @@ from repoguard import analyzers
 from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json, atomic_write_text
 from repoguard.core.config import Config
 from repoguard.core.errors import InputError
-from repoguard.analyzers.incidence import Evidence, Incidence, Secret, build_incidence, save_incidence
+from repoguard.analyzers.incidence import Evidence, Incidence, Secret, build_incidence, save_incidence, tied_rows
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "cache/analyzers.json"
@@ -135,16 +135,18 @@ def run_analyzers(repo, corpus, config: Config, *, names: Sequence[str], caches:
     return evidence, seconds, extra
 
 
-def summarize(inc: Incidence, file_examples: dict, seconds: dict[str, float], config: Config) -> dict:
-    """Counts per analyzer: evidence rows, files, and incidences (example, secret pairs) it ties."""
+def summarize(inc: Incidence, file_examples: dict, seconds: dict[str, float], config: Config,
+              examples=None) -> dict:
+    """Counts per analyzer: evidence rows, files, and incidences (example, secret pairs) it ties
+    (with `examples`, a row with a byte span counts only the examples it ties, as in the matrix)."""
     per: dict[str, dict] = {}
     for name in seconds:
         rows = [e for e in inc.evidence if e.analyzer == name]
-        pairs = {(e.path, e.secret_id) for e in rows}
+        tied = {(i, e.secret_id) for e in rows for i in tied_rows(e, file_examples, examples)}
         per[name] = {
             "evidence": len(rows),
-            "files": len({p for p, _ in pairs}),
-            "incidences": sum(len(file_examples.get(p, ())) for p, _ in pairs),
+            "files": len({e.path for e in rows}),
+            "incidences": len(tied),
             "seconds": seconds[name],
         }
     cfg = config.analyzers
@@ -198,7 +200,7 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     evidence, seconds, extra = run_analyzers(repo, corpus, config, names=names, caches=caches)
     secrets = declared_secrets(config) + extra
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence, corpus.examples)
-    inc.summary = summarize(inc, corpus.file_examples, seconds, config)
+    inc.summary = summarize(inc, corpus.file_examples, seconds, config, corpus.examples)
     if "ownership" in names:
         from repoguard.analyzers import codeowners
 

@@ -8,8 +8,14 @@ at most `analyzers.codename_max_changeset` files (default 10). A message is one 
 a repeated one like co-change's five shared commits, and the bigger the commit the more likely a
 codename in its body is a passing mention ("I left anything in `red-knot`" in a 30-file
 astral-sh/ruff commit tied all 22 of its corpus files), so the bound is tighter than co-change's
-bulk-commit bound of 30. A mention anywhere in a file, its path included, ties the whole file
-(every example cut from it), as every analyzer but `credentials` does.
+bulk-commit bound of 30. A mention in a file's text ties only the examples (chunks) whose lines
+hold it, as `credentials` does: each evidence row carries the byte span of the mention's line(s)
+(`Evidence.span`), and mentions whose lines fall in the same chunks share one row ("mentions
+codename 'Falcon' at lines 12, 40"). One mention at line 292 of a 5,000-line changelog no longer
+ties its 109 examples (issue 28 item 5). A mention in the file's *path* or in the message of a
+commit that touched it is about the whole file: it ties every example. The secret's own files
+(its `paths`) are left to `declared`, which ties them whole. Codename ties are not propagation
+seeds: imports, co-change and ownership start from a secret's declared paths only.
 
 How: text, paths and codenames are normalised the same way first (`words`: split at every
 character that is not a letter or digit — snake_case, kebab-case, dots, slashes, quotes,
@@ -70,7 +76,7 @@ _SEPARATORS = re.compile(r"[_./\\]+")
 _MATCH_SEPARATORS = re.compile(r"(?:[^\w\n]|_)+")
 _DIGIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])")
 # Bumped when what is matched changes, so cached per-blob results of the old rule are not reused.
-MATCH_VERSION = 3
+MATCH_VERSION = 4   # 4: every mention's line and byte span, not the first line
 
 
 def split_identifiers(text: str) -> str:
@@ -185,6 +191,10 @@ class Matcher:
     def find(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int]]:
         """Matches in `text` as (secret id, codename, offset in `words(text)`; `presplit`: `text`
         is already `words(...)`)."""
+        return [(sid, name, start) for sid, name, start, _ in self.find_spans(text, presplit=presplit)]
+
+    def find_spans(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int, int]]:
+        """Matches in `text` as (secret id, codename, start, end): offsets in `words(text)`."""
         low = text.lower()
         if not any(all(w in low for w in ws) for ws in self.words):
             return []
@@ -198,24 +208,81 @@ class Matcher:
         for start in range(0, len(text), step):
             doc = nlp.make_doc(text[start:start + step])
             for matcher in (self.lower, self.exact):
-                for match_id, i, _ in matcher(doc):
+                for match_id, i, j in matcher(doc):
                     sid, name = self.names[nlp.vocab.strings[match_id]]
-                    out.append((sid, name, start + doc[i].idx))
+                    last = doc[j - 1]
+                    out.append((sid, name, start + doc[i].idx, start + last.idx + len(last.text)))
         return out
 
 
-def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int]]:
-    """(secret id, codename, line) of the first mention of each codename in the file's whole
-    text (any language: module doc)."""
+def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int, int, int]]:
+    """(secret id, codename, line, start byte, end byte) of every line holding a mention in the
+    file's whole text (any language: module doc), sorted; the bytes are those of the mention's
+    line(s) in `data`, without the newline. `words` keeps every newline, so a line of `words(text)`
+    is the same line of the file."""
     if not matcher.may_occur(data):
         return []  # no codename's words anywhere in the bytes: skip decoding and matching
     text = words(data.decode("utf-8", errors="replace"))
-    seen: dict[tuple[str, str], int] = {}
-    for sid, name, off in matcher.find(text, presplit=True):
-        line = text.count("\n", 0, off) + 1
-        if (sid, name) not in seen or line < seen[(sid, name)]:
-            seen[(sid, name)] = line
-    return sorted((sid, name, line) for (sid, name), line in seen.items())
+    found: set[tuple[str, str, int, int]] = set()
+    for sid, name, start, end in matcher.find_spans(text, presplit=True):
+        first = text.count("\n", 0, start) + 1
+        found.add((sid, name, first, first + text.count("\n", start, end)))
+    if not found:
+        return []
+    starts = [0]                                   # byte offset of each line's start
+    at = data.find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    starts.append(len(data) + 1)
+
+    def line_bytes(first: int, last: int) -> tuple[int, int]:
+        return starts[first - 1], max(starts[first - 1], starts[min(last, len(starts) - 1)] - 1)
+
+    return sorted((sid, name, first, *line_bytes(first, last)) for sid, name, first, last in found)
+
+
+def _own_chunks(corpus, path: str) -> list[tuple[int, int]]:
+    """Byte ranges [start, end) of the examples cut from `path` itself (not those deduplicated
+    from another file, which the incidence ties whatever the span); [] for a `FileSet`."""
+    examples = getattr(corpus, "examples", [])
+    out = []
+    for i in getattr(corpus, "file_examples", {}).get(path, ()):
+        ex = examples[i]
+        if ex.path == path:
+            out.append((ex.start_byte, ex.end_byte))
+    return out
+
+
+def _line_list(lines: list[int]) -> str:
+    """`line 7`, `lines 7, 9, 12`, `lines 7, 9, 12 and 5 more`."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    head = ", ".join(str(n) for n in lines[:3])
+    return f"lines {head}" + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
+
+
+def _mention_rows(path: str, sid: str, name: str, mentions: list, chunks: list[tuple[int, int]]
+                  ) -> Iterator[Evidence]:
+    """One row per run of consecutive mentions (by line) whose lines overlap the same chunks of
+    the file, its span from the run's first line to its last: it ties exactly those chunks."""
+    def key(m):   # the chunks whose bytes overlap the mention's line(s), as build_incidence reads spans
+        return tuple(k for k, (a, b) in enumerate(chunks) if a < m[4] and m[3] < b)
+
+    run: list = []
+    for m in sorted(mentions, key=lambda m: m[2]):
+        if run and key(m) != key(run[-1]):
+            yield _mention_row(path, sid, name, run)
+            run = []
+        run.append(m)
+    if run:
+        yield _mention_row(path, sid, name, run)
+
+
+def _mention_row(path: str, sid: str, name: str, run: list) -> Evidence:
+    span = (min(m[3] for m in run), max(m[4] for m in run))
+    return Evidence(path, sid, NAME, f"mentions codename {name!r} at {_line_list([m[2] for m in run])}",
+                    span=span, selector=name)
 
 
 def path_hits(matcher: Matcher, path: str) -> list[tuple[str, str]]:
@@ -257,10 +324,16 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
             if path not in own[sid]:
                 yield Evidence(path, sid, NAME, f"path names codename {name!r}", selector=name)
         named = set(in_path)
-        for sid, name, line in hits.get(path, ()):
+        mentions: dict[tuple[str, str], list] = {}
+        for h in hits.get(path, ()):
+            sid, name = h[0], h[1]
             if path in own[sid] or (sid, name) in named:
-                continue  # the secret's own files: `declared` ties them already
-            yield Evidence(path, sid, NAME, f"mentions codename {name!r} at line {line}", selector=name)
+                continue  # the secret's own files: `declared` ties them whole already
+            mentions.setdefault((sid, name), []).append(h)
+        if mentions:
+            chunks = _own_chunks(corpus, path)
+            for (sid, name), ms in sorted(mentions.items()):
+                yield from _mention_rows(path, sid, name, ms, chunks)
     if commit_messages:
         yield from _commit_messages(repo, matcher, set(files), own, config.analyzers.codename_max_changeset)
 

@@ -2,8 +2,10 @@
 
 E[i, j] is True when example i carries secret j (Hush §3.2: "E_j", the set of examples that
 contain secret j). Analyzers tie *files* to secrets (`Evidence.path`); every example cut from a
-file inherits that file's secrets, and an example deduplicated against another file's chunk
-carries the secrets of every file it stands for (corpus.Corpus.file_examples).
+file inherits that file's secrets, unless the evidence carries a byte `span` (a credential, a
+codename mention in the text): then only the file's examples overlapping it. An example
+deduplicated against another file's chunk carries the secrets of every file it stands for
+(corpus.Corpus.file_examples).
 
 On disk (`OUT/incidence/`, format version 1):
     secrets.json      [{"id", "kind", "p", "r", "description"}] in column order
@@ -86,6 +88,21 @@ class Incidence:
         return self.matrix.tocsc()[:, j].nonzero()[0]
 
 
+def tied_rows(ev: Evidence, file_examples: Mapping[str, Sequence[int]], examples: Sequence | None = None
+              ) -> list[int]:
+    """The example rows `ev` ties: every example of its file, or with a `span` (and `examples`
+    given) those of the file's own examples whose bytes overlap it, plus any deduplicated from
+    another file (build_incidence)."""
+    out = []
+    for i in file_examples.get(ev.path, ()):
+        if ev.span is not None and examples is not None:
+            ex = examples[i]
+            if ex.path == ev.path and not (ex.start_byte < ev.span[1] and ev.span[0] < ex.end_byte):
+                continue
+        out.append(i)
+    return out
+
+
 def build_incidence(
     example_ids: Sequence[str],
     file_examples: Mapping[str, Sequence[int]],
@@ -110,11 +127,7 @@ def build_incidence(
         if ev.secret_id not in col:
             raise ValueError(f"evidence for unknown secret {ev.secret_id!r}")
         kept.append(ev)
-        for i in file_examples.get(ev.path, ()):
-            if ev.span is not None and examples is not None:
-                ex = examples[i]
-                if ex.path == ev.path and not (ex.start_byte < ev.span[1] and ev.span[0] < ex.end_byte):
-                    continue
+        for i in tied_rows(ev, file_examples, examples):
             rows.append(i)
             cols.append(col[ev.secret_id])
     m = sp.csr_matrix(
