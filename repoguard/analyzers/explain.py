@@ -7,6 +7,7 @@ Both answers are plain dicts ready for `--json`:
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,11 +19,20 @@ def _ev(e: Evidence) -> dict:
     return {"analyzer": e.analyzer, "reason": e.reason, "chain": list(e.chain)}
 
 
+_NUMBER = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> list:
+    """Sort key reading runs of digits as numbers: "line 14" before "line 110"."""
+    return [int(t) if k % 2 else t for k, t in enumerate(_NUMBER.split(text))]
+
+
 def _order(rows: list[Evidence]) -> list[Evidence]:
+    """By analyzer (registry order), then by reason with its line numbers compared as numbers."""
     from repoguard.analyzers.incidence import ANALYZERS
 
     rank = {a: i for i, a in enumerate(ANALYZERS)}
-    return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), e.reason))
+    return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), natural_key(e.reason)))
 
 
 def secrets_of(inc: Incidence, path: str) -> dict:

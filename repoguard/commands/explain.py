@@ -1,15 +1,18 @@
-"""`repoguard explain FILE` / `repoguard explain --secret ID`: why a file carries secrets, or
-which files carry a secret — read from the incidence `repoguard analyze` wrote."""
+"""`repoguard explain FILE` / `repoguard explain --secret ID [PATH]`: why a file carries secrets,
+or which files carry a secret — read from the incidence `repoguard analyze` wrote. With
+`--secret`, the trailing PATH is the repository, as for every other command."""
 from __future__ import annotations
 
 from repoguard.commands._common import add_json_flag, print_json
 
 NAME = "explain"
-HELP = "why a file carries secrets (FILE), or which files carry a secret (--secret ID)"
+HELP = "why a file carries secrets (FILE), or which files carry a secret (--secret ID [PATH])"
 
 
 def register(parser) -> None:
-    parser.add_argument("file", nargs="?", default=None, metavar="FILE", help="a file of the repository")
+    parser.add_argument("file", nargs="?", default=None, metavar="FILE | PATH",
+                        help="a file of the repository; with --secret, the repository (default: "
+                             "the current directory)")
     parser.add_argument("--secret", metavar="ID", default=None, help="list the files tied to this secret")
     parser.add_argument("--repo", metavar="PATH", default=None,
                         help="repository (default: the one containing FILE, else the current directory)")
@@ -24,10 +27,17 @@ def run(args) -> int:
     from repoguard.core.errors import InputError
     from repoguard.analyzers.incidence import load_incidence
 
-    if (args.file is None) == (args.secret is None):
-        raise InputError("explain: give exactly one of FILE or --secret ID")
+    if args.file is None and args.secret is None:
+        raise InputError("explain: give FILE, or --secret ID [PATH]")
     where = args.repo
-    if where is None and args.file is not None:
+    if args.secret is not None and args.file is not None:   # `explain --secret ID PATH`
+        if where is not None:
+            raise InputError(f"explain: give the repository once: PATH ({args.file}) or --repo ({where})")
+        if not Path(args.file).is_dir():
+            raise InputError(f"explain --secret ID [PATH]: PATH is the repository, and {args.file} is not "
+                             "a directory (to explain a file, give FILE without --secret)")
+        where = args.file
+    elif where is None and args.file is not None:
         where = str(_root_of(Path(args.file)))
     repo, _config, out = resolve_repo(args, where or ".", allow_plain=True)
     inc = load_incidence(out)
