@@ -267,3 +267,23 @@ def test_dp_run_says_why_it_has_no_loss_curve():
     assert 'src="data:image/png;base64,' in both and "Training loss of train (DP)" in both
     only = render({"training": {"runs": [nodp]}}).split('id="training"')[1].split("<h2")[0]
     assert "Not published" not in only
+
+
+def test_dp_run_plots_its_public_heldout_loss(tmp_path):
+    """A published DP log keeps the public held-out evaluation: the report draws it (and says the
+    per-step training loss is not published)."""
+    from repoguard.report.collect import _training
+    from repoguard.report.html import render
+
+    (tmp_path / "train").mkdir()
+    ev = lambda x: {"public": {"loss": x, "examples": 6}}   # noqa: E731
+    lines = [{"step": 1, "lr": 1e-3, "eval_base": ev(3.9)}, {"step": 2, "lr": 1e-3},
+             {"step": 3, "lr": 1e-3, "eval": ev(3.8)}, {"step": 4, "lr": 1e-3, "eval": ev(3.7)}]
+    (tmp_path / "train" / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "train" / "privacy_report.json").write_text(json.dumps({"private": True}))
+    tr = _training(tmp_path)
+    (run,) = tr["runs"]
+    assert run["name"] == "train (DP)" and run["heldout"] == [[0, 3.9], [3, 3.8], [4, 3.7]]
+    section = render({"training": tr}).split('id="training"')[1].split("<h2")[0]
+    assert 'src="data:image/png;base64,' in section and "Not published for DP runs" in section
+    assert "public held-out loss of train (DP) instead" in section

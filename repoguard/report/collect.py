@@ -36,7 +36,20 @@ def _read_log(path: Path) -> list[dict]:
             rows.append(json.loads(line))
         except ValueError:
             continue
-    return [{"step": r.get("step"), "loss": r.get("loss"), "batch_size": r.get("batch_size")} for r in rows]
+    return [{"step": r.get("step"), "loss": r.get("loss"), "batch_size": r.get("batch_size"),
+             "heldout": _public_loss(r.get("eval")), "heldout_base": _public_loss(r.get("eval_base"))} for r in rows]
+
+
+def _public_loss(ev) -> float | None:
+    """The held-out loss on the public slice (what a DP run's published log keeps), else None."""
+    loss = ev.get("public", {}).get("loss") if isinstance(ev, dict) and isinstance(ev.get("public"), dict) else None
+    return loss if isinstance(loss, (int, float)) and math.isfinite(loss) else None
+
+
+def _heldout(log: list[dict]) -> list[list[float]]:
+    """[step, public held-out loss] points of a log (the base model's at step 0), never downsampled."""
+    pts = [[0, x["heldout_base"]] for x in log[:1] if x.get("heldout_base") is not None]
+    return pts + [[x["step"], x["heldout"]] for x in log if x.get("heldout") is not None]
 
 
 def _downsample(rows: list[dict], n: int = 400) -> list[dict]:
@@ -294,12 +307,13 @@ def _training(out: Path) -> dict:
         private = pr.get("private") if pr else None
         insecure = " (DP, INSECURE reproducible test run)" if pr and pr.get("insecure_reproducible") else " (DP)"
         runs.append({"name": "train" + ("" if private is None else (insecure if private else " (--no-dp)")),
-                     "private": private, "log": _downsample(log)})
+                     "private": private, "log": _downsample(log), "heldout": _heldout(log)})
     audit = out / "audit"
     if audit.is_dir():
         for d in sorted(p for p in audit.iterdir() if p.is_dir()):
             for label in ("dp", "no-dp"):
                 log = _read_log(d / label / "train_log.jsonl")
                 if log:
-                    runs.append({"name": f"audit/{d.name} ({label})", "private": label == "dp", "log": _downsample(log)})
+                    runs.append({"name": f"audit/{d.name} ({label})", "private": label == "dp",
+                                 "log": _downsample(log), "heldout": _heldout(log)})
     return {"privacy_report": pr, "runs": runs}

@@ -141,12 +141,12 @@ def _findings(f: dict | None) -> str:
              _td(r["entropy"], True, ".2f")] for r in f["rows"]]
     rules = ", ".join(f"{_e(k)} ({v})" for k, v in list(f["by_rule"].items())[:30])
     distinct = f.get("distinct", len(f["rows"]))
-    head = (f'{f["count"]} findings of {distinct} distinct value(s)' if distinct != f["count"]
-            else f'{f["count"]} findings')
     line = f'<p><strong>{_e(f["summary"])}</strong></p>' if f.get("summary") else ""
-    return (f'<h2 id="findings">Credential findings</h2>{line}<p>{head} (shown redacted: rule and length, '
-            f'no character of the value; one row per value, most severe first). By rule: {rules}. '
-            f'Showing {f["shown"]} of {distinct}.</p>'
+    head = (f'{f["count"]} findings of {distinct} distinct value(s). ' if distinct != f["count"]
+            else "" if line else f'{f["count"]} findings. ')
+    return (f'<h2 id="findings">Credential findings</h2>{line}<p>{head}One row per distinct value (rule and '
+            f'keyed hash), most severe first; shown redacted (rule and length, no character of the value). '
+            f'By rule: {rules}. Showing {f["shown"]} of {distinct}.</p>'
             + _table(["severity", "rule", "where", "count", "files", "redacted", "entropy"], rows))
 
 
@@ -171,7 +171,11 @@ def _training(runs: list[dict]) -> str:
     elif not silent:
         out += _img(None, "training loss")
     if silent:
-        out += (f'<p class="muted">Training loss of {_e(", ".join(silent))}: {_e(DP_LOSS_NOTE)}</p>')
+        shown = [n for n in silent if any(r["name"] == n and r.get("heldout") for r in runs)]
+        also = (f" The plot shows the public held-out loss of {', '.join(shown)} instead (the base model at "
+                "step 0, then every evaluation)." if shown else "")
+        out += f'<p class="muted">Training loss of {_e(", ".join(silent))}: {_e(DP_LOSS_NOTE + also)}</p>'
+
     return out
 
 
