@@ -65,12 +65,14 @@ def test_history_shape(fixture_repo, monorepo_module):
     assert len({a["team"] for a in m.AUTHORS}) >= 3
 
 
-def test_codeowners_teams_and_invalid_line(fixture_repo, monorepo_module):
+def test_codeowners_teams_and_no_invalid_line(fixture_repo, monorepo_module):
     text = (fixture_repo / ".github" / "CODEOWNERS").read_text()
     teams = set(re.findall(r"@acme/[a-z]+", text))
     assert len(teams) >= 3
     lines = text.split("\n")
-    assert [lines[i - 1][0] for i in monorepo_module.CODEOWNERS_INVALID_LINES] == ["!"]
+    # No line GitHub would skip (a `!` negation made every quickstart run warn: issue 28 item 12).
+    assert monorepo_module.CODEOWNERS_INVALID_LINES == []
+    assert not [ln for ln in lines if ln.startswith("!")]
     # A pattern without owners exists (it unassigns), as the ground truth says.
     ownerless = [ln for ln in lines if ln.strip() and not ln.startswith("#") and len(ln.split()) == 1]
     assert ownerless

@@ -99,3 +99,16 @@ def test_fixture_codeowners_match_github_semantics(fixture_repo, monorepo_module
     for path, owners in monorepo_module.CODEOWNERS_EXPECTED.items():
         assert co.owners_of(path) == owners, path
     assert [n for n, _ in co.errors] == monorepo_module.CODEOWNERS_INVALID_LINES
+
+
+def test_analyzer_warns_on_a_negation_line(tmp_path, caplog):
+    """The fixture lost its `!` line (issue 28 item 12); the users' warning stays: GitHub has no
+    negation, so the line is skipped and the analyzer says where."""
+    root = tmp_path / "r"
+    make_repo(root, {"CODEOWNERS": "* @acme/all\n!lib/quant/open.py @acme/alpha\nlib/quant/ @acme/alpha\n",
+                     "lib/quant/open.py": "Z = 1\n"})
+    cfg = parse_config('[[secret]]\nid = "quant"\nowners = ["@acme/alpha"]\n')
+    with caplog.at_level("WARNING"):
+        ev = list(ownership._by_codeowners(GitRepo(root), ["lib/quant/open.py"], cfg))
+    assert [e.path for e in ev] == ["lib/quant/open.py"]
+    assert "CODEOWNERS:2: negation '!lib/quant/open.py' is not supported by GitHub; line skipped" in caplog.text

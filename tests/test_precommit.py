@@ -104,3 +104,61 @@ def test_installed_hook_blocks_commit_and_clean_commit_passes(make_repo, hooks_r
     assert p.returncode != 0
     assert "bad.py:1:6: github-pat" in p.stdout + p.stderr
     assert git(repo, "rev-parse", "HEAD") == head  # the commit was blocked
+
+
+def _readme_hook_config() -> str:
+    """The YAML block of README.md's "### Pre-commit" section, as a user copies it."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Pre-commit\n"):]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return section[start:section.index("```", start)]
+
+
+def test_readme_snippet_matches_the_published_hooks():
+    config = yaml.safe_load(_readme_hook_config())
+    (repo,) = config["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo
+    published = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert [h["id"] for h in repo["hooks"]] == list(published)
+    for hook in repo["hooks"]:
+        assert hook == {k: v for k, v in published[hook["id"]].items() if k != "description"}
+
+
+def test_readme_snippet_works_as_written(make_repo, env):
+    """Issue 28 item 9: the README's block (it said `rev: v0.1.0`, a tag that does not exist),
+    copied into a repository, installed with the real pre-commit: a clean commit passes, a commit
+    adding a credential is blocked, and committing the manifest the tag hook wrote passes."""
+    repo = make_repo({"README.md": "hi\n"})
+    (repo / ".pre-commit-config.yaml").write_text(_readme_hook_config())
+    git(repo, "add", ".pre-commit-config.yaml")
+    git(repo, "commit", "-qm", "config")
+    p = _run([str(BIN / "pre-commit"), "install"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (repo / "ok.py").write_text("x = 1\n")
+    git(repo, "add", "ok.py")
+    p = _run(["git", "commit", "-m", "clean"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "repoguard credentials" in p.stdout + p.stderr   # the hooks ran
+    (repo / "bad.py").write_text(f"T = '{GH}'\n")
+    git(repo, "add", "bad.py")
+    head = git(repo, "rev-parse", "HEAD")
+    p = _run(["git", "commit", "-m", "leak"], repo, env)
+    assert p.returncode != 0
+    assert "bad.py:1:6: github-pat" in p.stdout + p.stderr
+    assert git(repo, "rev-parse", "HEAD") == head           # blocked
+    # A password-like credential: the tag hook records its id in the manifest; committing the
+    # manifest must not be blocked by the scan hook reading the id as a password.
+    git(repo, "rm", "-q", "--cached", "bad.py")
+    (repo / "bad.py").unlink()
+    (repo / "app.yaml").write_text("db:\n  password: q9W8e7R6t5zz\n")
+    git(repo, "add", "app.yaml")
+    p = _run(["git", "commit", "-m", "pw"], repo, env)
+    assert p.returncode != 0 and "password-in-config-file" in p.stdout + p.stderr
+    manifest = repo / ".repoguard" / "sensitive.toml"
+    assert "credential:password" in manifest.read_text()
+    git(repo, "rm", "-q", "--cached", "app.yaml")
+    (repo / "app.yaml").unlink()
+    git(repo, "add", ".repoguard/sensitive.toml")
+    p = _run([str(BIN / "pre-commit"), "run", "repoguard-credentials", "--files",
+              ".repoguard/sensitive.toml"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr

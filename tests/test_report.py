@@ -198,3 +198,92 @@ def test_jargon_explained_where_it_appears_and_glossary_at_the_end(tmp_path):
     doc = {"findings": {"count": 1, "shown": 1, "by_rule": {"github-pat": 1}, "rows": [row]}}
     findings = render(doc).split('id="findings"')[1].split("<h2")[0]
     assert "<th>where</th>" in findings and "<th>severity</th>" in findings and ">low<" in findings
+
+
+def _finding(rule, path, line, hmac, *, severity="high", location="source"):
+    return {"rule_id": rule, "path": path, "line": line, "column": 1, "secret_hmac": hmac,
+            "fingerprint": f"{rule}:{path}:{hmac}", "redacted": "****(40 chars)", "entropy": 4.5,
+            "severity": severity, "location": location}
+
+
+def _write_findings(out: Path, findings: list[dict]) -> None:
+    (out / "scan").mkdir(parents=True, exist_ok=True)
+    (out / "scan" / "findings.json").write_text(json.dumps({"findings": findings, "stats": {}}))
+
+
+def test_identical_values_are_one_row_sorted_by_severity(tmp_path):
+    """Issue 28 item 8: on wagtail the table was 56 rows of one test-fixture hash."""
+    from repoguard.report.collect import _findings
+    from repoguard.report.html import render
+
+    same = [_finding("generic-api-key", f"wagtail/tests/fixtures/f{i:02d}.json", 3, "ab" * 16,
+                     severity="medium", location="fixture") for i in range(56)]
+    others = [_finding("rsa-private-key", "tests/keys/test.pem", 1, "cd" * 16, severity="medium", location="test"),
+              _finding("github-pat", "docs/setup.md", 9, "ef" * 16, severity="low", location="docs")]
+    _write_findings(tmp_path, others[:1] + same[:30] + others[1:] + same[30:])
+    f = _findings(tmp_path)
+    assert f["count"] == 58 and f["distinct"] == 3 and f["shown"] == 3
+    top = f["rows"][0]    # medium before low; of the two mediums, the one with more copies first
+    assert [r["rule_id"] for r in f["rows"]] == ["generic-api-key", "rsa-private-key", "github-pat"]
+    assert top["count"] == 56 and top["where"] == "fixture" and len(top["files"]) == 20
+    assert top["files"][0] == {"path": "wagtail/tests/fixtures/f00.json", "line": 3}
+    assert f["summary"] == ("58 finding(s): 56 fixture, 1 test, 1 docs; severity 57 medium, 1 low"
+                            " — all in tests, fixtures, docs or examples (likely samples)")
+    page = render({"findings": f})
+    table = page.split('id="findings"')[1].split("<h2")[0]
+    assert table.count("<tr>") == 1 + 3       # header and one row per value
+    assert "<th>severity</th><th>rule</th><th>where</th><th>count</th><th>files</th>" in table
+    assert '<td class="n">56</td>' in table and "+53 more" in table and "… and 36 more" in table
+    assert "all in tests, fixtures, docs or examples" in table
+    assert table.index("generic-api-key") < table.index("rsa-private-key") < table.index("github-pat")
+    _html_checks(page)
+
+
+def test_severity_order_critical_first_and_worst_placement_wins(tmp_path):
+    from repoguard.report.collect import _findings
+
+    _write_findings(tmp_path, [
+        _finding("slack-bot-token", "a.py", 1, "11" * 16, severity="low"),
+        _finding("aws-access-token", "b.py", 2, "22" * 16, severity="medium", location="test"),
+        _finding("aws-access-token", "src/c.py", 5, "22" * 16, severity="high"),      # same value, in source
+        _finding("openssh-private-key", "k", 1, "33" * 16, severity="critical"),
+    ])
+    f = _findings(tmp_path)
+    assert [(r["rule_id"], r["severity"], r["count"]) for r in f["rows"]] == [
+        ("openssh-private-key", "critical", 1), ("aws-access-token", "high", 2), ("slack-bot-token", "low", 1)]
+    assert f["rows"][1]["where"] == "test, source" and "likely samples" not in f["summary"]
+
+
+def test_dp_run_says_why_it_has_no_loss_curve():
+    from repoguard.report.html import DP_LOSS_NOTE, render
+
+    dp = {"name": "train (DP)", "private": True, "log": [{"step": 1, "loss": None}, {"step": 2, "loss": None}]}
+    section = render({"training": {"runs": [dp]}}).split('id="training"')[1].split("<h2")[0]
+    assert "no data" not in section
+    assert "Training loss of train (DP): Not published for DP runs" in section
+    assert "OUT/train/internal/steps.jsonl" in DP_LOSS_NOTE and "accountant" in DP_LOSS_NOTE
+    nodp = {"name": "train (--no-dp)", "private": False, "log": [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]}
+    both = render({"training": {"runs": [dp, nodp]}}).split('id="training"')[1].split("<h2")[0]
+    assert 'src="data:image/png;base64,' in both and "Training loss of train (DP)" in both
+    only = render({"training": {"runs": [nodp]}}).split('id="training"')[1].split("<h2")[0]
+    assert "Not published" not in only
+
+
+def test_dp_run_plots_its_public_heldout_loss(tmp_path):
+    """A published DP log keeps the public held-out evaluation: the report draws it (and says the
+    per-step training loss is not published)."""
+    from repoguard.report.collect import _training
+    from repoguard.report.html import render
+
+    (tmp_path / "train").mkdir()
+    ev = lambda x: {"public": {"loss": x, "examples": 6}}   # noqa: E731
+    lines = [{"step": 1, "lr": 1e-3, "eval_base": ev(3.9)}, {"step": 2, "lr": 1e-3},
+             {"step": 3, "lr": 1e-3, "eval": ev(3.8)}, {"step": 4, "lr": 1e-3, "eval": ev(3.7)}]
+    (tmp_path / "train" / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp_path / "train" / "privacy_report.json").write_text(json.dumps({"private": True}))
+    tr = _training(tmp_path)
+    (run,) = tr["runs"]
+    assert run["name"] == "train (DP)" and run["heldout"] == [[0, 3.9], [3, 3.8], [4, 3.7]]
+    section = render({"training": tr}).split('id="training"')[1].split("<h2")[0]
+    assert 'src="data:image/png;base64,' in section and "Not published for DP runs" in section
+    assert "public held-out loss of train (DP) instead" in section

@@ -316,3 +316,29 @@ def test_replan_against_a_moved_ledger_is_reported_as_run(fixture_repo_copy, cap
     assert plan_rec["info"]["sigma"] == s2["sigma"] and plan_rec["seconds"] == s2["seconds"]["plan"]
     # the record is the re-plan's, not the first run's (made before that run trained and reported)
     assert plan_rec["finished"] >= first["report"]["finished"] > first["plan"]["finished"]
+
+
+def test_locked_scheduled_run_with_json_says_why(fixture_repo_copy, capsys):
+    """Issue 28 item 12: a refused second scheduled run (exit 75) with --json printed nothing."""
+    import os
+
+    from repoguard.pipeline.scheduled import EXIT_LOCKED, run_lock
+
+    repo, out = fixture_repo_copy, fixture_repo_copy.parent / "rg-out"
+    with run_lock(out) as lock:
+        capsys.readouterr()
+        assert main(["run", "--scheduled", "--json", *FAST, "--out", str(out), str(repo)]) == EXIT_LOCKED
+        captured = capsys.readouterr()
+    got = json.loads(captured.out)
+    assert got["status"] == "locked" and got["exit_code"] == EXIT_LOCKED and got["retry"] is True
+    assert got["lock"] == str(lock) and got["holder_pid"] == os.getpid()
+    assert "holds the lock" in got["error"] and "holds the lock" in captured.err
+    assert not (out / "runs").exists()      # nothing was started
+
+
+def test_refusal_json_for_policy_and_input_errors():
+    from repoguard.commands.run import _refusal
+    from repoguard.core.errors import InputError, PolicyError
+
+    assert _refusal(PolicyError("budget spent")) == {"status": "refused", "exit_code": 1, "error": "budget spent"}
+    assert _refusal(InputError("bad"))["status"] == "failed"

@@ -169,3 +169,40 @@ def test_hook_keeps_the_cache_sections_it_did_not_load(fixture_repo_copy):
     assert after["imports"] == before["imports"]
     # the hook did save: the new blob's codenames are cached next to the analyze run's
     assert set(after["codenames"]) > set(before["codenames"])
+
+
+def test_only_files_whose_entry_changed_are_counted(fixture_repo_copy, capsys):
+    """Issue 28 item 9: with the manifest current, staging a sensitive file that did not change
+    sensitivity next to one that did printed "2 file(s) changed sensitivity" and listed both."""
+    from repoguard.cli import main
+
+    root = fixture_repo_copy
+    assert _tag(root, paths=["."]).changed          # the manifest of the whole index: current now
+    git(root, "add", MANIFEST)
+    assert not _tag(root, paths=["."]).changed
+    with (root / "reports/daily_pnl.py").open("a") as f:   # sensitive (imports), stays so
+        f.write("# touched\n")
+    (root / "tools/new_tool.py").write_text("from trading.alpha import signals\n")
+    git(root, "add", "reports/daily_pnl.py", "tools/new_tool.py")
+    capsys.readouterr()
+    assert main(["tag", "--repo", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "(1 file(s) changed sensitivity)" in err
+    assert "tools/new_tool.py: alpha-strategy (imports)" in err
+    assert "reports/daily_pnl.py" not in err
+    # --all-files through pre-commit passes every tracked file: nothing changed, nothing listed
+    r = _tag(root, paths=["."])
+    assert not r.changed and r.updated == {} and r.removed == []
+    assert "reports/daily_pnl.py" in r.tagged   # `tagged` still holds every examined file's entry
+
+
+def test_own_files_are_never_tagged(fixture_repo_copy):
+    """repoguard.toml names every codename; `analyze` leaves it out, so must the hook."""
+    root = fixture_repo_copy
+    _tag(root, paths=["."])
+    assert "repoguard.toml" not in read_manifest(root / MANIFEST)
+    # an old manifest that listed it loses the entry
+    entries = read_manifest(root / MANIFEST)
+    (root / MANIFEST).write_text(render_manifest({**entries, "repoguard.toml": {"alpha-strategy": ["codenames"]}}))
+    r = _tag(root, paths=["repoguard.toml"])
+    assert r.changed and r.removed == ["repoguard.toml"] and r.updated == {}

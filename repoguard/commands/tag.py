@@ -30,11 +30,11 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_json())
     elif result.changed:
-        n = len(result.tagged) + len(result.removed)
+        n = len(result.updated) + len(result.removed)
         sys.stderr.write(
             f"repoguard tag: updated {MANIFEST} ({n} file(s) changed sensitivity). Review it and "
             f"stage it: git add {MANIFEST}\n")
-        for p, secrets in sorted(result.tagged.items()):
+        for p, secrets in sorted(result.updated.items()):
             ties = ", ".join(f"{s} ({'/'.join(a)})" for s, a in sorted(secrets.items()))
             sys.stderr.write(f"  {p}: {ties}\n")
         for p in result.removed:

@@ -16,6 +16,7 @@ from repoguard.credentials.baseline import apply_baseline, load_baseline, write_
 from repoguard.credentials.keys import key_id, repo_key
 from repoguard.credentials.rules import load_rules
 from repoguard.credentials.scan import Scanner, walk_plain
+from repoguard.source.corpus import MANIFEST
 
 log = logging.getLogger("repoguard")
 
@@ -104,7 +105,10 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
 
 
 def _excluder(patterns):
+    """Config `scan.exclude` (gitignore patterns), plus the sensitivity manifest `MANIFEST`
+    always: its secret ids (`credential:password-assignment:HASH`) match the password rules."""
     if not patterns:
-        return lambda p: False
+        return lambda p: p == MANIFEST
     import pathspec
-    return pathspec.GitIgnoreSpec.from_lines(patterns).match_file
+    match = pathspec.GitIgnoreSpec.from_lines(patterns).match_file
+    return lambda p: p == MANIFEST or match(p)

@@ -36,9 +36,14 @@ CARRIED = ("scan", "corpus", "incidence")      # artefacts a new run starts from
 
 
 class LockedError(RepoguardError):
-    """Another scheduled run holds the lock. Exit code 75 (EX_TEMPFAIL)."""
+    """Another scheduled run holds the lock. Exit code 75 (EX_TEMPFAIL). `lock`: the lock file;
+    `holder_pid`: the process id the holder wrote into it (None when unreadable)."""
 
     exit_code = EXIT_LOCKED
+
+    def __init__(self, message: str, *, lock: Path | None = None, holder_pid: int | None = None):
+        super().__init__(message)
+        self.lock, self.holder_pid = lock, holder_pid
 
 
 @contextlib.contextmanager
@@ -57,8 +62,11 @@ def run_lock(out: Path) -> Iterator[Path]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                fh.seek(0)
+                pid = fh.read().strip()
                 raise LockedError(f"{path}: another repoguard run, plan or train holds the lock; not starting "
-                                  f"(exit {EXIT_LOCKED}: try again later)") from None
+                                  f"(exit {EXIT_LOCKED}: try again later)", lock=path,
+                                  holder_pid=int(pid) if pid.isdigit() else None) from None
             raise
         fh.seek(0)
         fh.truncate()

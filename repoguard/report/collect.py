@@ -36,7 +36,20 @@ def _read_log(path: Path) -> list[dict]:
             rows.append(json.loads(line))
         except ValueError:
             continue
-    return [{"step": r.get("step"), "loss": r.get("loss"), "batch_size": r.get("batch_size")} for r in rows]
+    return [{"step": r.get("step"), "loss": r.get("loss"), "batch_size": r.get("batch_size"),
+             "heldout": _public_loss(r.get("eval")), "heldout_base": _public_loss(r.get("eval_base"))} for r in rows]
+
+
+def _public_loss(ev) -> float | None:
+    """The held-out loss on the public slice (what a DP run's published log keeps), else None."""
+    loss = ev.get("public", {}).get("loss") if isinstance(ev, dict) and isinstance(ev.get("public"), dict) else None
+    return loss if isinstance(loss, (int, float)) and math.isfinite(loss) else None
+
+
+def _heldout(log: list[dict]) -> list[list[float]]:
+    """[step, public held-out loss] points of a log (the base model's at step 0), never downsampled."""
+    pts = [[0, x["heldout_base"]] for x in log[:1] if x.get("heldout_base") is not None]
+    return pts + [[x["step"], x["heldout"]] for x in log if x.get("heldout") is not None]
 
 
 def _downsample(rows: list[dict], n: int = 400) -> list[dict]:
@@ -54,19 +67,54 @@ def _masked(redacted) -> str:
     return text if re.fullmatch(r"\*{4}\(\d+ chars\)", text) else "****"
 
 
+MAX_FILES_PER_VALUE = 20      # files listed under one grouped value (the count covers all)
+
+
 def _findings(out: Path) -> dict | None:
+    """The scan's findings, one row per distinct value: findings of one rule whose keyed hash
+    (`secret_hmac`) is equal are the same credential copied (a test-fixture token in 56 files
+    was 56 rows, issue 28 item 8), so a row carries a count and the files. Rows are sorted by
+    severity (critical first), then by count. "summary" is the scan's triage line (counts by
+    location and severity; "all in tests, fixtures, docs or examples" when none is elsewhere)."""
+    from types import SimpleNamespace
+
+    from repoguard.credentials.triage import SEVERITIES, summary
     from repoguard.report.limits import MAX_FINDINGS
 
     doc = _read_json(out / "scan" / "findings.json")
     if doc is None:
         return None
-    rows = [{"rule_id": f.get("rule_id"), "path": f.get("path"), "line": f.get("line"),
-             "redacted": _masked(f.get("redacted")), "entropy": f.get("entropy")}
-            for f in doc.get("findings", [])]
+    found = doc.get("findings", [])
+    groups: dict[tuple, dict] = {}
+    for i, f in enumerate(found):
+        value = f.get("secret_hmac") or str(f.get("fingerprint") or "").rsplit(":", 1)[-1] or f"#{i}"
+        g = groups.get((f.get("rule_id"), value))
+        if g is None:
+            g = groups[(f.get("rule_id"), value)] = {
+                "rule_id": f.get("rule_id"), "severity": f.get("severity") or "high",
+                "where": [], "redacted": _masked(f.get("redacted")), "entropy": f.get("entropy"),
+                "count": 0, "files": [], "path": f.get("path"), "line": f.get("line")}
+        g["count"] += 1
+        sev = f.get("severity") or "high"     # one value in many places: its worst placement
+        if sev in SEVERITIES and SEVERITIES.index(sev) < SEVERITIES.index(g["severity"]):
+            g["severity"] = sev
+        where = f.get("location") or "source"
+        if where not in g["where"]:
+            g["where"].append(where)
+        if len(g["files"]) < MAX_FILES_PER_VALUE:
+            g["files"].append({"path": f.get("path"), "line": f.get("line")})
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    rows = sorted(groups.values(), key=lambda g: (rank.get(g["severity"], len(rank)), -g["count"],
+                                                  str(g["rule_id"]), str(g["path"])))
+    for g in rows:
+        g["where"] = ", ".join(g["where"])
     by_rule = defaultdict(int)
-    for r in rows:
-        by_rule[r["rule_id"]] += 1
-    return {"count": len(rows), "by_rule": dict(sorted(by_rule.items(), key=lambda kv: -kv[1])),
+    for f in found:
+        by_rule[f.get("rule_id")] += 1
+    line = summary([SimpleNamespace(location=f.get("location") or "source", severity=f.get("severity") or "high")
+                    for f in found])
+    return {"count": len(found), "distinct": len(rows), "summary": line,
+            "by_rule": dict(sorted(by_rule.items(), key=lambda kv: -kv[1])),
             "rows": rows[:MAX_FINDINGS], "shown": min(len(rows), MAX_FINDINGS)}
 
 
@@ -259,12 +307,13 @@ def _training(out: Path) -> dict:
         private = pr.get("private") if pr else None
         insecure = " (DP, INSECURE reproducible test run)" if pr and pr.get("insecure_reproducible") else " (DP)"
         runs.append({"name": "train" + ("" if private is None else (insecure if private else " (--no-dp)")),
-                     "private": private, "log": _downsample(log)})
+                     "private": private, "log": _downsample(log), "heldout": _heldout(log)})
     audit = out / "audit"
     if audit.is_dir():
         for d in sorted(p for p in audit.iterdir() if p.is_dir()):
             for label in ("dp", "no-dp"):
                 log = _read_log(d / label / "train_log.jsonl")
                 if log:
-                    runs.append({"name": f"audit/{d.name} ({label})", "private": label == "dp", "log": _downsample(log)})
+                    runs.append({"name": f"audit/{d.name} ({label})", "private": label == "dp",
+                                 "log": _downsample(log), "heldout": _heldout(log)})
     return {"privacy_report": pr, "runs": runs}

@@ -72,7 +72,9 @@ def _summary(doc: dict) -> str:
                         else f'{s["met"]} / {s["count"]}'),
                   _card("worst achieved/target", _num(s["ratio_max"], ".3g"))]
     if f is not None:
-        cards.append(_card("credential findings", _num(f["count"], "d")))
+        distinct = f.get("distinct", f["count"])
+        cards.append(_card("credential findings" + (f" ({distinct} distinct values)" if distinct != f["count"] else ""),
+                           _num(f["count"], "d")))
     pr = (doc.get("training") or {}).get("privacy_report") or {}
     insecure = (doc.get("ledger") or {}).get("insecure") or {}
     if insecure:            # any insecure run in a secret's history, not only the latest run
@@ -110,16 +112,71 @@ def _floor_card(fl: dict | None) -> str:
                  f'(p = {fl["p"]:g}; σ_floor {_num(fl.get("sigma_floor"), ".3g")})')
 
 
+_FILES_INLINE = 3
+
+
+def _files_cell(r: dict) -> str:
+    """The files holding one value: the first few inline, the rest (as many as the report kept)
+    behind a <details>; older documents give one `path`/`line` per row."""
+    files = r.get("files") or [{"path": r.get("path"), "line": r.get("line")}]
+    locs = [_e(f"{x['path']}:{x['line']}") for x in files]
+    more = r.get("count", len(files)) - _FILES_INLINE
+    cell = "<br>".join(locs[:_FILES_INLINE])
+    if more > 0:
+        rest = "<br>".join(locs[_FILES_INLINE:])
+        unlisted = r.get("count", len(files)) - len(files)
+        if unlisted > 0:
+            rest += f"<br>… and {unlisted} more"
+        cell += f"<details class=\"files\"><summary>+{more} more</summary>{rest}</details>"
+    return f"<td>{cell}</td>"
+
+
 def _findings(f: dict | None) -> str:
+    """One row per distinct value (rule + keyed hash): severity, rule, where (source/config/test/…),
+    how many times it occurs and in which files; sorted by severity, critical first (collect)."""
     if f is None:
         return ""
-    triage = [k for k in ("where", "severity") if any(k in r for r in f["rows"])]   # triage fields, when the scan gives them
-    rows = [[_td(r["rule_id"]), _td(f'{r["path"]}:{r["line"]}'), _td(r["redacted"]), _td(r["entropy"], True, ".2f")]
-            + [_td(r.get(k)) for k in triage] for r in f["rows"]]
+    rows = [[_td(r.get("severity")), _td(r["rule_id"]), _td(r.get("where") or r.get("location")),
+             _td(r.get("count", 1), True, "d"), _files_cell(r), _td(r["redacted"]),
+             _td(r["entropy"], True, ".2f")] for r in f["rows"]]
     rules = ", ".join(f"{_e(k)} ({v})" for k, v in list(f["by_rule"].items())[:30])
-    return (f'<h2 id="findings">Credential findings</h2><p>{f["count"]} findings (shown redacted: rule and length, '
-            f'no character of the value). By rule: {rules}. Showing {f["shown"]} of {f["count"]}.</p>'
-            + _table(["rule", "location", "redacted", "entropy", *triage], rows))
+    distinct = f.get("distinct", len(f["rows"]))
+    line = f'<p><strong>{_e(f["summary"])}</strong></p>' if f.get("summary") else ""
+    head = (f'{f["count"]} findings of {distinct} distinct value(s). ' if distinct != f["count"]
+            else "" if line else f'{f["count"]} findings. ')
+    return (f'<h2 id="findings">Credential findings</h2>{line}<p>{head}One row per distinct value (rule and '
+            f'keyed hash), most severe first; shown redacted (rule and length, no character of the value). '
+            f'By rule: {rules}. Showing {f["shown"]} of {distinct}.</p>'
+            + _table(["severity", "rule", "where", "count", "files", "redacted", "entropy"], rows))
+
+
+# Why a published DP run has no loss curve (training/trainer.py: its train_log.jsonl keeps step and
+# learning rate; the batch statistics go to the owner-only OUT/train/internal/steps.jsonl).
+DP_LOSS_NOTE = (
+    "Not published for DP runs: a step's training loss is the mean loss over the examples sampled "
+    "into that batch, computed from the private training text without noise, so the privacy accountant "
+    "does not cover it (a one-example batch's loss names the example). train_log.jsonl of a DP run keeps "
+    "only the step and learning rate (and, with an evaluator, the public held-out slice); the per-step "
+    "loss, batch size and token count are kept owner-only in OUT/train/internal/steps.jsonl for the "
+    "operator: never publish that file. Runs with --no-dp, and the audits' unpublished measuring runs, log their loss.")
+
+
+def _training(runs: list[dict]) -> str:
+    """The loss curves, and in words why a DP run has none (instead of "no data")."""
+    silent = [r["name"] for r in runs if r.get("private") and not any(x.get("loss") is not None for x in r["log"])]
+    uri = plots.loss_plot(runs)
+    out = '<h2 id="training">Training</h2>'
+    if uri:
+        out += _img(uri, "training loss")
+    elif not silent:
+        out += _img(None, "training loss")
+    if silent:
+        shown = [n for n in silent if any(r["name"] == n and r.get("heldout") for r in runs)]
+        also = (f" The plot shows the public held-out loss of {', '.join(shown)} instead (the base model at "
+                "step 0, then every evaluation)." if shown else "")
+        out += f'<p class="muted">Training loss of {_e(", ".join(silent))}: {_e(DP_LOSS_NOTE + also)}</p>'
+
+    return out
 
 
 def _secrets(s: dict | None) -> str:
@@ -273,7 +330,7 @@ def render(doc: dict) -> str:
                         + _sweep_note(doc.get("sweep") or [])
                         + _img(plots.ratio_histogram(doc["secrets"]["ratio_log10_hist"]), "achieved/target histogram"))
     if doc.get("training", {}).get("runs"):
-        sections.append('<h2 id="training">Training</h2>' + _img(plots.loss_plot(doc["training"]["runs"]), "training loss"))
+        sections.append(_training(doc["training"]["runs"]))
     sections.append(_audit(doc))
     from repoguard.report.risk import render_risk
     sections.append(render_risk(doc.get("risk") or [], e=_e, td=_td, table=_table, img=_img))

@@ -75,18 +75,23 @@ def ratio_histogram(hist: dict) -> str | None:
 
 
 def loss_plot(runs: list[dict]) -> str | None:
-    """Per-step training loss of each run (DP solid, --no-dp dashed)."""
-    runs = [r for r in runs if any(x.get("loss") is not None for x in r["log"])]
+    """Per-step training loss of each run (DP solid, --no-dp dashed), and the public held-out loss
+    where the log has it (markers): a published DP run logs only the latter."""
+    runs = [r for r in runs if any(x.get("loss") is not None for x in r["log"]) or r.get("heldout")]
     if not runs:
         return None
     plt, fig, ax = _fig()
     for r in runs:
         pts = [(x["step"], x["loss"]) for x in r["log"] if x.get("loss") is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], ls="-" if r.get("private") else "--", label=r["name"])
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], ls="-" if r.get("private") else "--", label=r["name"])
+        if r.get("heldout"):
+            ax.plot([p[0] for p in r["heldout"]], [p[1] for p in r["heldout"]], marker="o", ls=":",
+                    label=f"{r['name']}: held-out (public slice)")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/token)")
     ax.legend(fontsize=7)
-    ax.set_title("training loss")
+    ax.set_title("training and held-out loss")
     return _png(plt, fig)
 
 

@@ -70,6 +70,10 @@ _SNIFF = 8192
 log = logging.getLogger(__name__)
 # repoguard's own files, always left out (module docstring); `build_corpus(private=...)` adds more.
 PRIVATE_PATHS = (CONFIG_FILENAME, ".repoguard/")
+# The committed sensitivity manifest (`repoguard tag`): it names secret ids, and a credential's id
+# `credential:password-assignment:b0f8bcb6f032` reads like `password: …` to the credential rules,
+# so `scan` never scans it (it holds keyed fingerprints, never a secret).
+MANIFEST = ".repoguard/sensitive.toml"
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,13 @@ from repoguard.analyzers import _files
 from repoguard.core.artefacts import atomic_write_text
 from repoguard.core.errors import InputError
 from repoguard.analyzers.incidence import Evidence
+from repoguard.source.corpus import MANIFEST, PRIVATE_PATHS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-MANIFEST = ".repoguard/sensitive.toml"
 HISTORY_ANALYZERS = frozenset({"cochange"})
 _HEADER = ("# repoguard sensitivity manifest: files that carry a secret, and the analyzers that tied them.\n"
            "# Maintained by the `repoguard-tag` pre-commit hook; review changes and commit this file.\n"
@@ -48,8 +48,9 @@ Entries = dict[str, dict[str, list[str]]]
 
 @dataclass
 class TagResult:
-    """`changed`: the manifest was rewritten; `tagged`: the examined files' new entries;
-    `removed`: paths whose entry was dropped."""
+    """`changed`: the manifest was rewritten; `tagged`: the examined files' new entries (changed
+    or not); `updated`: the entries that are new or differ from the old manifest's (what changed
+    sensitivity, with `removed`); `removed`: paths whose entry was dropped."""
 
     changed: bool
     manifest: Path
@@ -57,10 +58,11 @@ class TagResult:
     tagged: Entries = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    updated: Entries = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"changed": self.changed, "manifest": str(self.manifest), "examined": self.examined,
-                "tagged": self.tagged, "removed": self.removed, "seconds": round(self.seconds, 3)}
+                "tagged": self.tagged, "updated": self.updated, "removed": self.removed, "seconds": round(self.seconds, 3)}
 
 
 # -- manifest file --------------------------------------------------------------------------------
@@ -190,10 +192,11 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
                       if f.path in wanted and not f.is_symlink}
         else:
             staged = {f.path: f.blob_sha for f in repo.staged_files() if not f.is_symlink}
-        staged = {p: s for p, s in staged.items() if not p.startswith(".repoguard/")}
+        # repoguard's own files (the config names every codename) are never tied, as in `analyze`
+        staged = {p: s for p, s in staged.items() if not _private(p)}
         examined = sorted(staged)
         fresh = entries_from_evidence(staged_evidence(repo, config, out, staged)) if staged else {}
-        new = {p: v for p, v in old.items() if p in tracked}
+        new = {p: v for p, v in old.items() if p in tracked and not _private(p)}
         for p in examined:
             kept = {s: [a for a in an if a in HISTORY_ANALYZERS] for s, an in old.get(p, {}).items()}
             merged: dict[str, set] = defaultdict(set)
@@ -213,5 +216,14 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
         if not ignore.exists():
             from repoguard.analyzers.analyze import GITIGNORE
             atomic_write_text(ignore, GITIGNORE)
+    updated = {p: v for p, v in new.items() if _norm(v) != _norm(old.get(p, {}))}
     return TagResult(changed, manifest, examined, {p: new[p] for p in examined if p in new},
-                     sorted(set(old) - set(new)), time.perf_counter() - t0)
+                     sorted(set(old) - set(new)), time.perf_counter() - t0, updated)
+
+
+def _private(path: str) -> bool:
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in PRIVATE_PATHS)
+
+
+def _norm(entry: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    return {s: sorted(set(a)) for s, a in entry.items() if a}
