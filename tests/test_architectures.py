@@ -72,11 +72,13 @@ def _lora(family: str):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_lora_targets_are_detected(family):
     assert detect_lora_targets(_base(family)) == EXPECTED_TARGETS[family]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_per_example_gradients_equal_a_per_example_loop(family):
     model = _lora(family)
@@ -99,6 +101,7 @@ def test_per_example_gradients_equal_a_per_example_loop(family):
         assert rel <= 1e-4, f"{family}, example {i}: relative error {rel:.2e}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_dp_steps_train_and_the_adapter_reloads_and_generates(family, tmp_path):
     from peft import PeftModel
@@ -145,6 +148,7 @@ def test_a_layer_without_per_example_gradients_is_refused_by_name():
                noise_generator=torch.Generator().manual_seed(0))
 
 
+@pytest.mark.slow
 def test_dp_training_through_the_cli_with_a_local_starcoder_checkpoint(make_repo, tmp_path, capsys):
     """`repoguard train --model DIR` (private, the default) on a GPT-BigCode checkpoint: targets
     detected, the plan's steps run, the adapter reloads and generates; a target without

@@ -55,6 +55,7 @@ def test_cache_key_changes_with_config_corpus_and_location_env(small_corpus, mon
     assert bm.cache_root() == tmp_path / "mine"
 
 
+@pytest.mark.slow
 def test_second_call_reuses_the_cache_and_a_corrupt_entry_is_rebuilt(small_corpus, tmp_path, caplog):
     cache = tmp_path / "cache"
     n0 = bm.builds
@@ -108,6 +109,7 @@ print(json.dumps({"dir": str(d), "builds": bm.builds}))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_build_once_and_never_see_a_half_written_model(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", _RACE, str(tmp_path / "cache")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -151,6 +153,7 @@ def test_pretrained_base_knows_public_code_far_better_than_a_random_model(embedd
     assert losses["pretrained"] < 0.85 * losses["random"], losses
 
 
+@pytest.mark.slow
 def test_tokenizer_never_saw_the_repository(embedded_base_dir, make_repo, capsys):
     """A word repeated all over a repository's public files — a merge of any tokenizer fitted on
     that text — is no token of the embedded base, whose tokenizer `train` ships unchanged."""

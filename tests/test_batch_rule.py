@@ -89,6 +89,7 @@ def test_plan_and_run_pick_the_same_default_on_the_fixture(fixture_repo, tmp_pat
     assert doc["extra"]["batch_rule"]["rule"] == rec["rule"]
 
 
+@pytest.mark.slow
 def test_plan_cli_flags_and_config_override_the_rule(tmp_path, capsys):
     """On a synthetic incidence (no training): flags, then `[plan]` in the file, then the rule."""
     import numpy as np

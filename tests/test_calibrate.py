@@ -44,6 +44,7 @@ def test_best_needs_least_noise_and_replace_doubles():
     assert s_rep == pytest.approx(2 * s_best, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_spent_budget_raises_sigma_and_exhaustion_is_infeasible():
     rhos, p, r = [np.full(3, 0.02)], np.array([1e-10]), np.array([1e-3])
     fresh = calibrate(rhos, p, r, 200)

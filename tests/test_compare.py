@@ -29,6 +29,7 @@ def planned(tmp_path_factory, monorepo_module):
     return repo, repo / ".repoguard"
 
 
+@pytest.mark.slow
 def test_a_fresh_adapter_scores_exactly_as_the_base(planned):
     """Why compare may score the base once for every arm: LoRA's B starts at 0, so the adapted
     model's logits are the base's, bit for bit, on the shared evaluation set."""
@@ -55,6 +56,7 @@ def test_a_fresh_adapter_scores_exactly_as_the_base(planned):
     assert Evaluator(lora, ev0.es, tokenizer=tok, pad_id=tok.pad_token_id)() == ev0()
 
 
+@pytest.mark.slow
 def test_no_arm_can_sample_a_held_out_example_and_uniform_meets_every_target(planned):
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.evaluation.compare import ARMS, arm_plan
@@ -91,6 +93,7 @@ def test_no_arm_can_sample_a_held_out_example_and_uniform_meets_every_target(pla
         assert bound <= s.r * (1 + 1e-6), s.id
 
 
+@pytest.mark.slow
 def test_compare_scores_every_arm_on_the_same_examples_and_hush_learns(planned, capsys):
     from repoguard.core.config import load_config
     from repoguard.evaluation.compare import run_compare
@@ -171,6 +174,7 @@ def _np_oracle(parts, p: float) -> float:
     return floor_bound(parts, p)
 
 
+@pytest.mark.slow
 def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planned):
     """hush, hush-kl, hush-gdp, uniform, drop-dp and two-phase-noised meet the fixture's default
     floor (k = 1, p = 1e-10, r = 1e-3) and every declared target; dp_accounting, on each arm's ρ_u,
@@ -211,6 +215,7 @@ def test_every_protected_arm_meets_the_floor_by_an_independent_accountant(planne
                                                                      B / (~base.test_mask).sum())
 
 
+@pytest.mark.slow
 def test_floor_off_and_bad_floor_levels(planned, capsys):
     """With the floor off, no arm claims to meet it and the title says so; --floors takes numbers
     strictly between the floor's p and 1 (one-line errors, exit 2, before any training)."""
@@ -235,6 +240,7 @@ def test_floor_off_and_bad_floor_levels(planned, capsys):
         assert len(err) == 1 and "--floors" in err[0] and what in err[0], err
 
 
+@pytest.mark.slow
 def test_floor_sweep_and_pareto_report(planned):
     """`floors`: the protected arms at each level r (σ falls and the floor bound rises with r,
     each ≤ its r), the references once; the report draws the Pareto plot as inline SVG and says
@@ -272,6 +278,7 @@ def test_floor_sweep_and_pareto_report(planned):
     assert "reference (no floor)" in sec and "drop-dp" in sec
 
 
+@pytest.mark.slow
 def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, monorepo_module, monkeypatch):
     """After one real `train` run is in the ledger, every arm is planned against that ledger:
     the hush arm's σ is `build_plan`'s with that ledger (and above the fresh plan's σ), and compare
@@ -325,6 +332,7 @@ def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, mo
     assert all(doc["arms"][a]["meets_floor"] for a in ("hush", "uniform", "drop-dp"))
 
 
+@pytest.mark.slow
 def test_repeats_give_mean_and_spread_per_arm(planned):
     """`repeats`: every arm trained N times with fresh randomness and LoRA init seed + i; the
     summary's mean/sd/range are those of the per-repeat losses, and the table prints them."""

@@ -26,6 +26,7 @@ def _cli(root, out, *args):
     return res
 
 
+@pytest.mark.slow
 def test_file_json_has_the_chain(analyzed, monorepo_module):
     root, out = analyzed
     res = _cli(root, out, "reports/daily_pnl.py", "--json")
@@ -43,6 +44,7 @@ def test_file_json_has_the_chain(analyzed, monorepo_module):
     assert "chain: reports/daily_pnl.py → trading/execution/router.py → trading/alpha/signals.py" in text
 
 
+@pytest.mark.slow
 def test_file_without_secrets_and_several_analyzers(analyzed):
     root, out = analyzed
     got = json.loads(_cli(root, out, "shared/utils/files.py", "--json").stdout)

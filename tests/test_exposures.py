@@ -81,6 +81,7 @@ def _declare(repo: Path, text: str) -> None:
     cfg.write_text(cfg.read_text() + text)
 
 
+@pytest.mark.slow
 def test_declaring_a_secret_over_clear_trained_examples_is_reported_and_refused(trained_in_clear, capsys):
     repo, out, ids = trained_in_clear
     ledger = out / "ledger.jsonl"
@@ -159,6 +160,7 @@ def test_declaring_a_secret_over_clear_trained_examples_is_reported_and_refused(
     guard.check(plan, own_run="two-phase-1")  # resuming that run itself
 
 
+@pytest.mark.slow
 def test_run_refuses_an_unacknowledged_exposure(trained_in_clear, capsys):
     repo, out, _ = trained_in_clear
     _declare(repo, NEW_SECRET)
@@ -237,6 +239,7 @@ def test_clear_ids_must_be_training_examples_of_the_plan(trained_in_clear):
     assert verify(ledger, deep=True)["ok"]
 
 
+@pytest.mark.slow
 def test_a_ledger_from_before_this_change_verifies_and_plans(fixture_repo_copy, capsys):
     """Entries without the field are exactly the format-2 entries written before it existed."""
     repo, out = fixture_repo_copy, fixture_repo_copy / ".repoguard"

@@ -231,6 +231,7 @@ def test_config_accepts_auto_micro_batch():
 
 
 
+@pytest.mark.slow
 def test_train_command_with_bf16_checkpointing_and_auto_micro_batch(tmp_path, capsys):
     """`repoguard train` end to end on the CPU with the GPU-path keys: bf16 autocast, gradient
     checkpointing (tensor-hook per-example gradients), micro_batch_size = "auto" (CPU default)."""

@@ -223,6 +223,7 @@ def _np_bound(recs, p):
     return float(pld_bound(*hist[0], p, history=hist[1:])[0][0])
 
 
+@pytest.mark.slow
 def test_carried_state_over_many_runs_upper_bounds_the_raw_composition():
     """60 runs, σ distinct every night: the carried KL/Rényi sums equal the raw ones, every
     secret keeps ≤ MAX_PARTS parts with its steps conserved and a ≥ each raw part's in its place,
@@ -250,6 +251,7 @@ def test_carried_state_over_many_runs_upper_bounds_the_raw_composition():
         assert full <= dom <= full * 1.15, (sid, full, dom)
 
 
+@pytest.mark.slow
 def test_dominance_merge_matches_dp_accounting_oracle(monkeypatch):
     """The merged history's bound is ≥ the Neyman–Pearson bound of the full raw history computed
     by dp_accounting (connect-the-dots PLD per run, self-composed, all runs composed), and close

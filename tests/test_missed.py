@@ -29,6 +29,7 @@ def planned(tmp_path_factory, monorepo_module):
     return repo, load_plan(repo / ".repoguard")
 
 
+@pytest.mark.slow
 def test_missed_canary_under_the_floors_ceiling(planned, embedded_base_dir, caplog):
     from repoguard.audit.missed import predicted_exposure
     from repoguard.analyzers.incidence import load_incidence
@@ -77,6 +78,7 @@ def test_missed_canary_under_the_floors_ceiling(planned, embedded_base_dir, capl
     assert doc["canary_redacted"].endswith("…") and len(doc["canary_sha256"]) == 64 and '"canary":' not in text
 
 
+@pytest.mark.slow
 def test_predicted_ceiling_falls_as_noise_grows():
     from repoguard.audit.missed import _tail, predicted_exposure
 
@@ -93,6 +95,7 @@ def test_predicted_ceiling_falls_as_noise_grows():
     assert predicted_exposure([(rho, 0.05, T)], "zero-out", max_exposure=8.0) is None      # vacuous in the space
 
 
+@pytest.mark.slow
 def test_default_runs_follow_the_plans_floor(planned):
     from repoguard.audit.missed import check_runs, default_runs
 

@@ -67,6 +67,7 @@ def analyzed(tmp_path_factory, fixture_repo):
     return repo, r
 
 
+@pytest.mark.slow
 def test_explain_says_why_a_file_is_not_in_the_corpus(analyzed):
     repo, _ = analyzed
     cases = {
@@ -87,6 +88,7 @@ def test_explain_says_why_a_file_is_not_in_the_corpus(analyzed):
     assert r.returncode == 0 and "carries no secret" in r.stdout
 
 
+@pytest.mark.slow
 def test_secret_matching_nothing_is_warned_by_name(analyzed):
     repo, r = analyzed
     line = [x for x in r.stderr.splitlines() if "typo-secret" in x]
@@ -101,6 +103,7 @@ def test_secret_matching_nothing_is_warned_by_name(analyzed):
 
 
 # -- item 4: one behaviour for a directory that is not a git repository ----------------------------
+@pytest.mark.slow
 def test_non_git_directory_is_refused_by_every_subcommand_that_reads_it(tmp_path):
     """The decided behaviour: commands that read the repository (scan without --no-git, analyze,
     suggest, tag, run) refuse a directory outside git; the later stages read only OUT/ artefacts,
@@ -166,6 +169,7 @@ def test_budget_fraction_one_as_the_readme_says(fixture_repo_copy):
 
 
 # -- items 7–9: output that survives logs and CI -----------------------------------------------------
+@pytest.mark.slow
 def test_piped_output_is_never_cut(fixture_repo_copy):
     repo = fixture_repo_copy
     long_id = "a-secret-with-a-very-long-identifier-that-rich-used-to-cut-in-eighty-columns"
@@ -180,6 +184,7 @@ def test_piped_output_is_never_cut(fixture_repo_copy):
     assert long_id in r.stdout and str(deep / "plan") in r.stdout and "…" not in r.stdout
 
 
+@pytest.mark.slow
 def test_submodule_notice_printed_once_with_count(fixture_repo_copy, tmp_path, make_repo):
     from conftest import git
 
@@ -194,6 +199,7 @@ def test_submodule_notice_printed_once_with_count(fixture_repo_copy, tmp_path, m
     assert len(notes) == 1 and "2 submodule(s) skipped" in notes[0] and "ext/one" in notes[0], r.stderr
 
 
+@pytest.mark.slow
 def test_no_library_info_lines_after_repoguard_output(tmp_path, fixture_repo):
     """torch's FakeTensor registers an atexit dump of its cache stats at INFO; it reached stderr
     after `repoguard: interrupted` when torch's own log setup had not run (its logger NOTSET)."""

@@ -47,6 +47,7 @@ def test_strip_extended():
         strip_extended("(?x:a b)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hs", [True, False])
 def test_pack_adds_to_defaults_and_examples_hold(tmp_path, hs):
     pack = tmp_path / "acme.yaml"

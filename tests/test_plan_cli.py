@@ -34,6 +34,7 @@ def _plan(capsys, root, out, *extra):
     return code, (json.loads(captured.out) if code == 0 else None), captured.err
 
 
+@pytest.mark.slow
 def test_plan_writes_a_consistent_plan(project, capsys):
     root, out = project
     code, doc, _ = _plan(capsys, root, out, "--c", "1")
@@ -76,6 +77,7 @@ def test_sweep_picks_max_signal_to_noise(project, capsys):
     assert doc["undetected_floor"]["enabled"] is False and "floor_bought" not in (doc.get("floor_bought") or {})
 
 
+@pytest.mark.slow
 def test_sweep_with_the_floor_raises_c_within_its_sigma(project, capsys):
     """With the floor on, the rule's c is raised to the largest c whose σ(c) stays within σ(c*)
     (issue 26): more tied weight at the same noise."""
@@ -105,6 +107,7 @@ def test_missing_incidence(tmp_path, capsys):
     assert main(["plan", str(tmp_path), "--out", str(tmp_path / "nothing"), "-q"]) == 2
 
 
+@pytest.mark.slow
 def test_the_floor_composes_across_runs_like_a_secret(project, capsys):
     """The floor has a ledger account: a run that spent it leaves the next plan less room, and a
     plan that cannot keep it within r is refused naming the floor (issue 26)."""
@@ -125,6 +128,7 @@ def test_the_floor_composes_across_runs_like_a_secret(project, capsys):
     assert code == 1 and "undetected floor" in err and "budget" in err
 
 
+@pytest.mark.slow
 def test_ledger_makes_bounds_cumulative_and_refuses_when_spent(project, capsys):
     root, out = project
     code, first, _ = _plan(capsys, root, out, "--c", "1", "--undetected", "off")
@@ -152,6 +156,7 @@ def test_ledger_makes_bounds_cumulative_and_refuses_when_spent(project, capsys):
     assert main(["plan", str(root), "--out", str(out), "--c", "1", "-q"]) == 1  # refuses a broken ledger
 
 
+@pytest.mark.slow
 def test_table_output(project, capsys):
     root, out = project
     # Grouped secrets under "replace" adjacency: refused, one line, exit 2 (issue 19).
@@ -163,6 +168,7 @@ def test_table_output(project, capsys):
     assert "per-secret bounds" in text and "paper's KL accountant" in text
 
 
+@pytest.mark.slow
 def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsys):
     """A ledger entry with no floor account (recorded before issue 26, or for another k) is counted
     for the floor at ρ = 1 with its σ and steps: the next plan needs more noise, or is refused

@@ -24,6 +24,7 @@ def test_single_gaussian_is_exact(sigma, p):
     assert exact * (1 - 1e-9) <= b[0] <= exact * 1.01
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.8, 1.2])
 def test_matches_dp_accounting_hockey_stick(sigma):
     """δ_T(ε) and min_ε e^ε p + δ_T(ε) against dp_accounting's connect-the-dots PLD of the same

@@ -34,6 +34,7 @@ def test_capped_poisson_law_sums_to_one():
     assert np.exp(m.logw).sum() == pytest.approx(1.0, rel=1e-12) and m.m[-1] == 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.8])
 def test_table_is_an_upper_bound_on_the_oracle_and_close_to_it(sigma):
     """The table's bound for a secret is ≥ dp_accounting's Neyman–Pearson value for that secret's
@@ -61,6 +62,7 @@ def test_table_is_an_upper_bound_on_the_oracle_and_close_to_it(sigma):
     assert table.evaluations == 1 and table.bound(k, [p, 1e-6], 1e-3)[0][0] == got   # cached per (k, h)
 
 
+@pytest.mark.slow
 def test_calibration_certifies_by_the_table_and_stays_valid():
     """Many weak secrets that the divergence bounds miss: the table certifies most, every target
     is met by the exact Neyman–Pearson bound too, and σ is below the Rényi-only σ."""

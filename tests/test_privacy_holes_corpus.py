@@ -156,6 +156,7 @@ codenames = false
 """
 
 
+@pytest.mark.slow
 def test_exposure_survives_a_rename(fixture_repo_copy, capsys):
     """Before: ids are `path#chunk@blob`, matched whole, so `git mv` then declaring the secret over
     the new path gave "exposures: none" and `plan` planned as if nothing had been trained in the

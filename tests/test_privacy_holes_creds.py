@@ -170,6 +170,7 @@ def _exact_values(repo) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 def test_no_published_file_lets_a_dictionary_recover_a_credential(fixture_repo_copy, tmp_path, monkeypatch,
                                                                    monorepo_module, capsys):
     from repoguard.cli import main

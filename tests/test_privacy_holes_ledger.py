@@ -52,6 +52,7 @@ def repo(planned, tmp_path) -> Path:
 
 
 # -- A: double spending -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_concurrent_trains_one_succeeds_the_other_is_refused(repo):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "repoguard.cli", "-q", "train", *TRAIN, str(repo)]
@@ -129,6 +130,7 @@ def test_train_refuses_a_plan_made_before_a_secret_was_added(repo, tmp_path, cap
     assert not (out / "train" / "adapter").exists() and not _runs(out)
 
 
+@pytest.mark.slow
 def test_train_refuses_a_plan_whose_incidence_was_analysed_with_another_config(repo, tmp_path, capsys):
     """Config changed, plan re-made without re-analysing: the incidence does not know the new secret."""
     cfg = _config_with_new_secret(repo, tmp_path)
@@ -171,6 +173,7 @@ def test_no_dp_run_report_says_no_privacy_first(repo, capsys):
 
 
 # -- H: an insecure-reproducible run is never forgotten -------------------------------------------
+@pytest.mark.slow
 def test_insecure_run_marks_later_plans_reports_and_ledger_show(repo, capsys):
     out = repo / ".repoguard"
     assert main(["train", "-q", "--insecure-reproducible", "--seed", "3", *TRAIN, str(repo)]) == 0
@@ -200,6 +203,7 @@ def test_insecure_run_marks_later_plans_reports_and_ledger_show(repo, capsys):
 
 
 # -- J: a deleted ledger never resets the budget --------------------------------------------------
+@pytest.mark.slow
 def test_plan_refuses_when_published_artefacts_outlive_their_ledger(repo, capsys):
     out = repo / ".repoguard"
     assert main(["train", "-q", *TRAIN, str(repo)]) == 0

@@ -117,6 +117,7 @@ def _small_repo(root: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_default_runs_differ_the_test_flag_reproduces_and_is_recorded(tmp_path, drawn, caplog):
     from repoguard.accounting.ledger import read_entries
     from repoguard.cli import main
@@ -191,6 +192,7 @@ def test_a_fixed_noise_seed_needs_the_test_flag(tmp_path):
               show_progress=False)
 
 
+@pytest.mark.slow
 def test_grouped_replace_adjacency_is_refused_and_why(tmp_path):
     """The example of issue 19: 10 examples, ρ = 0.3, σ = 3, T = 1, p = 0.2. The replace pair
     (Σπ N(2m), N(0)) reports less than a *lower* bound on the true pair (Σπ N(m), Σπ N(−m))

@@ -31,6 +31,7 @@ def _planned(make_repo, capsys, steps: int = 3):
 
 
 # -- 1. zero secrets ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_run_on_a_repository_with_no_secret_says_there_is_nothing_to_protect(make_repo, capsys):
     # 8 files, none a secret: before, the default B (the untied examples, held-out ones counted)
     # exceeded Σw (exit 2 "--batch-size 8" the user never passed), and with more files the plan
@@ -51,6 +52,7 @@ def _enospc(*_a, **_k):
     raise OSError(errno.ENOSPC, "No space left on device")     # what a write(2) on a full disk gives
 
 
+@pytest.mark.slow
 def test_plan_on_a_full_disk_names_the_file_and_keeps_the_old_plan(make_repo, capsys, monkeypatch):
     repo = _planted = _planned(make_repo, capsys)
     out = repo / ".repoguard"
@@ -74,6 +76,7 @@ def test_plan_on_a_full_disk_names_the_file_and_keeps_the_old_plan(make_repo, ca
     assert _planted is repo
 
 
+@pytest.mark.slow
 def test_train_on_a_full_disk_names_the_checkpoint_file_and_records_what_it_spent(make_repo, capsys, monkeypatch):
     import safetensors.torch
     from safetensors import SafetensorError
@@ -124,6 +127,7 @@ def test_ledger_append_on_a_full_disk_leaves_no_torn_line(make_repo, capsys, mon
 
 
 # -- 3. corrupt plan.npz, corrupt base model before --resume --------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "flip"])
 def test_corrupt_plan_npz_is_one_line_naming_it(make_repo, capsys, damage):
     repo = _planned(make_repo, capsys)
@@ -155,6 +159,7 @@ def _interrupt_after_first_checkpoint(monkeypatch):
     monkeypatch.setattr(trainer, "_save_checkpoint", save_then_stop)
 
 
+@pytest.mark.slow
 def test_killed_train_keeps_the_published_log_then_a_changed_base_model_refuses_resume(make_repo, capsys,
                                                                                         monkeypatch):
     repo = _planned(make_repo, capsys)
@@ -262,6 +267,7 @@ def _worst(rhos, p, r, steps, sigma, skl, sre, pairs, alphas) -> float:
     return worst
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c, sigma0", [(2.0 ** -6, 0.0484), (16.0, 1.0)])
 def test_calibrated_sigma_after_a_small_sigma_run_is_the_smallest_and_monotone_in_steps(fixture_repo_copy, c,
                                                                                         sigma0):

@@ -70,6 +70,7 @@ def _repo(root: Path, secrets: dict[str, int]) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_plan_cli_refuses_grouped_replace_naming_the_secrets(tmp_path, capsys):
     repo = _repo(tmp_path, {"alpha": 1, "beta": 2, "gamma": 3})
     capsys.readouterr()
@@ -83,6 +84,7 @@ def test_plan_cli_refuses_grouped_replace_naming_the_secrets(tmp_path, capsys):
     assert main(args) == 0                                       # zero-out plans the same repo
 
 
+@pytest.mark.slow
 def test_plan_cli_single_example_replace_is_sound(tmp_path):
     from repoguard.planning.plan import load_plan
 

@@ -45,6 +45,7 @@ def test_sweep_flat_only_when_sum_w_does_not_move():
     assert not sweep_retention_flat(rows[:1])
 
 
+@pytest.mark.slow
 def test_plan_records_and_prints_retention(fixture_repo_copy, capsys):
     import json
 

@@ -83,6 +83,7 @@ def test_tps_found_by_full_hyperscan_engine(full_engine):
     assert not missed
 
 
+@pytest.mark.slow
 def test_every_default_rule_compiles_in_hyperscan(full_engine):
     """No default rule falls back to RE2 over the whole text (Hyperscan rejects, e.g., an end
     anchor inside a pattern); such a rule would rescan every file holding its keyword."""
@@ -253,6 +254,7 @@ def test_assignment_shapes_reject_placeholders(full_engine, shape):
             assert full_engine.scan(text.encode(), "src/app.cfg") == [], (shape, name, ph)
 
 
+@pytest.mark.slow
 def test_assignment_shapes_not_attribute_noise():
     """A typed declaration needs an unquoted name: an HTML attribute after a quoted name
     (`name="authenticity_token" value="…"`, a CSRF token) is not one (rules only: the

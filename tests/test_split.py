@@ -48,6 +48,7 @@ def _project(tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_plan_holds_out_files_with_rho_zero_and_records_the_digest(tmp_path, capsys):
     out = _project(tmp_path)
     code = main(["plan", str(tmp_path), "--out", str(out), "--batch-size", "8", "--steps", "50",
@@ -95,6 +96,7 @@ class _TinyLora:
         yield torch.nn.Parameter(torch.zeros(1))
 
 
+@pytest.mark.slow
 def test_plan_records_sigma_uniform_that_meets_every_target(tmp_path, capsys):
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.analyzers.incidence import load_incidence

@@ -51,6 +51,7 @@ def test_placeholders():
         assert not is_placeholder(v), v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["postgresql", "mysql", "mongodb+srv", "redis", "rediss", "amqp",
                                     "amqps", "mssql", "sqlserver", "oracle", "kafka", "nats", "mqtt",
                                     "https", "ftp", "sftp", "ldap", "smtp", "clickhouse", "cassandra"])

@@ -125,6 +125,7 @@ def test_codenames_are_coined_directory_names_only(make_repo, monkeypatch):
 _COINED = ["zaphrel", "orvidex", "brindex", "voskaro", "tramquil", "quorvane", "zorvik", "zentaro"]
 
 
+@pytest.mark.slow
 def test_default_output_is_a_screenful_and_all_shows_more(make_repo):
     """Eight coined component directories: the default text output shows the 5 best codenames in
     ≤ 60 lines and says 3 more are ranked lower; `--all` shows all 8 with every evidence line."""
@@ -173,6 +174,7 @@ def test_declared_dependencies_are_vendors_not_codenames(make_repo):
     assert _codenames(make_repo(files, message="init")) == ["Voskaro"]
 
 
+@pytest.mark.slow
 def test_authorship_silo_without_codeowners(make_repo):
     """No CODEOWNERS: pay/ is written by Alice alone (20 of its 23 file revisions), web/ by five people;
     Alice, a minority of the whole history, is a silo. docs/, written by Bob alone just as much,

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import git
 
 from repoguard.core.config import load_config
@@ -82,6 +84,7 @@ def test_render_is_deterministic_and_quoted():
     assert tomllib.loads(text)["files"]["b.py"] == {"credential:x:1": ["credentials"], "s2": ["imports"]}
 
 
+@pytest.mark.slow
 def test_hook_through_pre_commit_try_repo(fixture_repo_copy, tmp_path):
     hooks = tmp_path / "hookrepo"
     hooks.mkdir()

@@ -172,6 +172,7 @@ def _entries(path):
     return read_entries(path)
 
 
+@pytest.mark.slow
 def test_a_run_that_would_exceed_the_ledger_is_refused(tmp_path):
     pytest.importorskip("repoguard.accounting.ledger")
     ledger_path = tmp_path / "ledger.jsonl"
@@ -249,6 +250,7 @@ def test_interrupted_run_records_its_steps_and_resume_completes_the_same_run(tmp
 
 # -- the command ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_train_command_end_to_end(tmp_path, capsys):
     pytest.importorskip("repoguard.accounting.ledger")
     import subprocess

@@ -69,6 +69,7 @@ def _run(planned, tmp, *, mode="clear", resume=False, on_step=None, ledger=None,
     return report, torch.cat([p.detach().flatten() for p in model.parameters() if p.requires_grad])
 
 
+@pytest.mark.slow
 def test_phase_one_samples_only_public_examples(planned, tmp_path, monkeypatch):
     """A spy on the trainer's (real) Poisson sampler records every batch of both phases."""
     import repoguard.training.trainer as trainer
@@ -153,6 +154,7 @@ def test_noised_sigma1_meets_the_floor_target_and_the_floor_composes(planned):
     assert composed_bound([(np.full(1, 0.1), 0.0, 3), (np.full(1, 0.1), 1.5, 4)], 1e-4) == 1.0
 
 
+@pytest.mark.slow
 def test_two_phase_noised_meets_the_floor_over_both_phases(planned, tmp_path):
     """With the floor on (issue 26), `plan` reserves σ₁ for a noised phase 1 and calibrates phase 2
     with phase 1 counted as spent: the floor composed over both phases is ≤ r, by repoguard and
@@ -198,6 +200,7 @@ def test_two_phase_noised_meets_the_floor_over_both_phases(planned, tmp_path):
         prepare(single, inc, PhaseOne(mode="noised", steps=T1, p=1e-4, r=0.05), lr=SETTINGS.lr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase, mode", [(1, "noised"), (2, "clear")])
 def test_resume_inside_each_phase_is_bit_identical(planned, tmp_path, phase, mode):
     _rep, uninterrupted = _run(planned, tmp_path / "a", mode=mode)
@@ -247,6 +250,7 @@ def test_phase_settings_are_validated(tmp_path, planned):
         prepare(plan, inc, PhaseOne(batch_size=10_000), lr=1e-3)
 
 
+@pytest.mark.slow
 def test_compare_two_phase_arms(planned):
     """The two-phase arms train phase 1 then a hush plan, on the same eval rows as `hush`: the
     noised arm's phase 2 is the hush plan's weights with σ re-certified after the phase-1 σ₁ it
