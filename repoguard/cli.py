@@ -96,6 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except RepoguardError as exc:
+        if getattr(args, "json", False):   # stdout is parsed: a JSON object says why
+            from repoguard.commands._common import print_json, refusal
+
+            print_json(refusal(exc))
+            sys.stdout.flush()
         if args.verbose:
             raise
         sys.stderr.write(f"repoguard: error: {exc}\n")

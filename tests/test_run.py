@@ -337,8 +337,30 @@ def test_locked_scheduled_run_with_json_says_why(fixture_repo_copy, capsys):
 
 
 def test_refusal_json_for_policy_and_input_errors():
-    from repoguard.commands.run import _refusal
+    from repoguard.commands._common import refusal
     from repoguard.core.errors import InputError, PolicyError
 
-    assert _refusal(PolicyError("budget spent")) == {"status": "refused", "exit_code": 1, "error": "budget spent"}
-    assert _refusal(InputError("bad"))["status"] == "failed"
+    assert refusal(PolicyError("budget spent")) == {"status": "refused", "exit_code": 1, "error": "budget spent"}
+    assert refusal(InputError("bad"))["status"] == "failed"
+
+
+@pytest.mark.parametrize("command", ["plan", "train"])
+def test_locked_plan_and_train_with_json_say_why(fixture_repo_copy, capsys, command):
+    """Every command with --json prints a JSON object when refused, not only `run` (issue 28 item
+    12): `plan --json` and `train --json` while another process holds OUT's lock."""
+    from repoguard.pipeline.scheduled import EXIT_LOCKED, run_lock
+
+    out = fixture_repo_copy.parent / "rg-out"
+    with run_lock(out):
+        capsys.readouterr()
+        assert main([command, "--json", "--out", str(out), str(fixture_repo_copy)]) == EXIT_LOCKED
+        captured = capsys.readouterr()
+    got = json.loads(captured.out)
+    assert got["status"] == "locked" and got["exit_code"] == EXIT_LOCKED
+    assert captured.err.count("\n") == 1 and "holds the lock" in captured.err
+
+
+def test_input_error_with_json_is_a_json_object(tmp_path, capsys):
+    assert main(["plan", "--json", str(tmp_path)]) == 2       # not a git repository
+    got = json.loads(capsys.readouterr().out)
+    assert got["status"] == "failed" and got["exit_code"] == 2 and got["error"]

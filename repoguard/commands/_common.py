@@ -81,3 +81,18 @@ def make_console(*, stderr: bool = False, **kw):
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def refusal(exc) -> dict:
+    """The `--json` object of a command that did not happen or stopped (cron and CI parse stdout:
+    never print nothing, issue 28 item 12): "status" is "locked" (exit 75:
+    another run, plan or train holds OUT/run.lock; try again later), "refused" (exit 1: budget or
+    findings policy) or "failed"; "error" is the message the stderr line gives."""
+    from repoguard.core.errors import PolicyError
+    from repoguard.pipeline.scheduled import LockedError
+
+    status = "locked" if isinstance(exc, LockedError) else "refused" if isinstance(exc, PolicyError) else "failed"
+    obj = {"status": status, "exit_code": exc.exit_code, "error": str(exc)}
+    if isinstance(exc, LockedError):
+        obj.update(lock=str(exc.lock) if exc.lock else None, holder_pid=exc.holder_pid, retry=True)
+    return obj

@@ -70,7 +70,7 @@ def run(args) -> int:
 
     from repoguard.commands._common import resolve_repo
     from repoguard.core.config import default_config_path
-    from repoguard.core.errors import InputError, RepoguardError
+    from repoguard.core.errors import InputError
     from repoguard.pipeline.context import RunSettings
     from repoguard.pipeline.runner import run_pipeline
 
@@ -105,21 +105,16 @@ def run(args) -> int:
 
     err = make_console(stderr=True, highlight=False)
     say = (lambda s: None) if quiet else (lambda s: err.print(s, markup=False))
-    try:
-        if args.scheduled:
-            from repoguard.pipeline.scheduled import run_scheduled
+    # a refusal under --json prints its JSON object in cli.main (`_common.refusal`)
+    if args.scheduled:
+        from repoguard.pipeline.scheduled import run_scheduled
 
-            summary = run_scheduled(repo, config, config_path=config_path, out=out, settings=settings, say=say)
-        else:
-            from repoguard.pipeline.scheduled import run_lock
+        summary = run_scheduled(repo, config, config_path=config_path, out=out, settings=settings, say=say)
+    else:
+        from repoguard.pipeline.scheduled import run_lock
 
-            with run_lock(out):
-                summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
-    except RepoguardError as exc:
-        if args.json:   # cron/CI parse stdout: say why, never print nothing (issue 28 item 12)
-            print_json(_refusal(exc))
-            sys.stdout.flush()
-        raise           # the one-line error on stderr and the exit code (75 locked, 1 refused, 2 input)
+        with run_lock(out):
+            summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
     if args.json:
         print_json(summary)
     elif not args.quiet:
@@ -127,20 +122,6 @@ def run(args) -> int:
     logging.getLogger("repoguard").debug("run summary: %s", summary)
     sys.stdout.flush()
     return 0
-
-
-def _refusal(exc) -> dict:
-    """The `--json` object of a run that did not happen or stopped: "status" is "locked" (exit 75:
-    another run, plan or train holds OUT/run.lock; try again later), "refused" (exit 1: budget or
-    findings policy) or "failed"; "error" is the message the stderr line gives."""
-    from repoguard.core.errors import PolicyError
-    from repoguard.pipeline.scheduled import LockedError
-
-    status = "locked" if isinstance(exc, LockedError) else "refused" if isinstance(exc, PolicyError) else "failed"
-    obj = {"status": status, "exit_code": exc.exit_code, "error": str(exc)}
-    if isinstance(exc, LockedError):
-        obj.update(lock=str(exc.lock) if exc.lock else None, holder_pid=exc.holder_pid, retry=True)
-    return obj
 
 
 def _print(s: dict, con) -> None:
