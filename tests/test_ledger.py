@@ -140,3 +140,14 @@ def test_ledger_cli_options_before_or_after_the_path(tmp_path, capsys, argv):
     assert main(["ledger", *[a.format(root=root) for a in argv]]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["entries"] == 1 and out["runs"] == 1
+
+
+def test_ledger_show_has_one_row_per_run_not_per_checkpoint_record():
+    """A run appends a record at every checkpoint; `ledger show` lists runs (the new-user trial on
+    scrapy read 4 rows for one run)."""
+    from repoguard.commands.ledger import latest_records
+
+    recs = [{"run_id": "a", "seq": 0, "status": "running"}, {"run_id": "a", "seq": 1, "status": "running"},
+            {"run_id": "b", "seq": 2, "status": "completed"}, {"run_id": "a", "seq": 3, "status": "interrupted"}]
+    rows = latest_records(recs)
+    assert [(r["run_id"], r["status"], n) for r, n in rows] == [("a", "interrupted", 3), ("b", "completed", 1)]

@@ -65,12 +65,14 @@ def run(args) -> int:
         from rich.table import Table
 
         con = make_console()
-        t = Table(title=f"runs in {path}")
-        for col in ("#", "run", "time", "status", "σ", "B", "steps", "undetected floor"):
+        last = latest_records(runs)
+        t = Table(title=f"runs in {path} ({len(last)} runs, {len(runs)} records)")
+        for col in ("#", "run", "time", "status", "σ", "B", "steps", "records", "undetected floor"):
             t.add_column(col)
-        for r in runs:
+        for r, n in last:
             t.add_row(str(r["seq"]), str(r["run_id"]), str(r["time"]), str(r["status"]), f"{r['sigma']:.4g}",
-                      f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}", _floor_cell(r.get("floor")))
+                      f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}", str(n),
+                      _floor_cell(r.get("floor")))
         con.print(t)
         t = Table(title="spent per secret (sum over runs)")
         for col in ("secret", "KL (nats)", "Rényi orders recorded"):
@@ -83,6 +85,18 @@ def run(args) -> int:
             con.print(line, markup=False, style="bold red")
         _print_exposures(con, exp)
     return 0
+
+
+def latest_records(runs: list[dict]) -> list[tuple[dict, int]]:
+    """One row per training run: its last record (the status it ended with, or "running" at its
+    last checkpoint) and how many records it appended, in the order the runs started. A run
+    appends a record at every checkpoint, so the ledger's entries are not its runs."""
+    last: dict = {}
+    count: dict = {}
+    for r in runs:
+        last[r["run_id"]] = r            # dicts keep first-insertion order: runs by start
+        count[r["run_id"]] = count.get(r["run_id"], 0) + 1
+    return [(r, count[k]) for k, r in last.items()]
 
 
 def run_counts(entries: list[dict]) -> dict:
