@@ -162,7 +162,12 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     from repoguard.synthesis.rounds import run_rounds, voting_cost
 
     t0 = time.perf_counter()
-    res = run_rounds(stats, generator, embedder, n=opts.n, variations=opts.variations, seed=opts.seed)
+    def progress(done: int, total: int) -> None:
+        if opts.show_progress:
+            log.info("synth: round %d/%d done (%.1f s)", done, total, time.perf_counter() - t0)
+
+    res = run_rounds(stats, generator, embedder, n=opts.n, variations=opts.variations, seed=opts.seed,
+                     progress=progress)
     timings["rounds_s"] = time.perf_counter() - t0
     rows, redacted = [], 0
     for c in res.kept:
