@@ -6,6 +6,7 @@ works against a local stub; the ledger records the synthesis and a later plan pa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import http.server
 import inspect
 import json
@@ -364,3 +365,25 @@ def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed,
     (out / "ledger.jsonl").unlink()
     assert main(["plan", str(repo), "--out", str(out), "--c", "1", "-q"]) == 1
     assert "synth" in capsys.readouterr().err
+
+
+# -- the compare arm ------------------------------------------------------------------------------
+def test_compare_synth_arm_scores_the_same_held_out_rows_and_records_nothing(analysed, fresh_out):
+    from repoguard.core.config import load_config
+    from repoguard.evaluation.compare import run_compare
+
+    repo, _ = analysed
+    out = fresh_out()
+    assert main(["plan", "-q", str(repo), "--out", str(out), "--batch-size", "8", "--steps", "4", "--c", "1"]) == 0
+    cfg = load_config(repo / "repoguard.toml", required=False).training
+    cfg = dataclasses.replace(cfg, max_length=48)
+    doc = run_compare(root=repo, out=out, cfg=cfg, arms=("synth",), steps=4, seed=SEED, risk=False,
+                      show_progress=False)
+    arm = doc["arms"]["synth"]
+    assert arm["protection"] == "declared" and arm["meets_floor"] is None
+    assert arm["bound_ratio_max"] <= 1 + 1e-9                  # every declared target at the snapshot
+    assert arm["synthesis"]["examples"] == 32 and arm["synthesis"]["randomness"] == "insecure-reproducible"
+    from repoguard.evaluation.metrics import headline
+
+    assert headline(arm["slices"]) > 0       # scored on the base's rows (compare raises otherwise)
+    assert not (out / "ledger.jsonl").exists() and not (out / "synth").exists()   # measured, never recorded

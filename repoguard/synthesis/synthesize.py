@@ -106,6 +106,58 @@ def _rngs(opts: SynthOptions) -> tuple[np.random.Generator, str]:
     return np.random.default_rng(_secrets.randbits(128)), SECURE
 
 
+@dataclass
+class Release:
+    """What SecretNoise and SecretClustering hand to the rounds: `noise` (`noise.NoisePlan`),
+    the public `anchors`, the T releases `stats`, the randomness `mode`, the backends used, the
+    redactor, `n_private` private examples that could be counted, `timings`."""
+
+    noise: object
+    anchors: object
+    stats: list
+    mode: str
+    generator: object
+    embedder: object
+    redactor: object
+    n_private: int
+    timings: dict
+
+
+def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: str, adjacency: str, c: float,
+                ledger_spent: dict, ledger_pairs: dict, generator=None, embedder=None) -> Release:
+    """SecPE Alg. 1–2 for incidence `inc` (held-out mask `test`): σ per round against the
+    ledger's spending, the public anchors and the T noisy releases. Texts are read from `corpus`
+    and redacted by `redactor` before they are embedded; held-out rows are never read. Records
+    nothing. Raises InputError (no public example) and PolicyError (a target is out of reach)."""
+    from repoguard.synthesis.anchors import public_anchors
+    from repoguard.synthesis.clustering import release_rounds
+    from repoguard.synthesis.noise import secret_noise
+    from repoguard.training.data import example_texts
+
+    timings = {}
+    t0 = time.perf_counter()
+    noise = secret_noise(inc, test, rounds=opts.rounds, c=c, accountant=accountant, adjacency=adjacency,
+                         ledger_spent=ledger_spent, ledger_pairs=ledger_pairs)
+    timings["calibrate_s"] = time.perf_counter() - t0
+    if not noise.public.any():
+        raise InputError("synth: every training example is tied to a secret; the anchors need public "
+                         "(untied) examples")
+    if generator is None or embedder is None:
+        g, e = backends(opts)
+        generator, embedder = generator or g, embedder or e
+    ids = np.asarray(inc.example_ids, dtype=object)
+    pub_rows, priv_rows = np.flatnonzero(noise.public), np.flatnonzero(noise.private & (noise.rho > 0))
+    t0 = time.perf_counter()
+    pub_emb = embedder.embed(example_texts(corpus, list(ids[pub_rows]), redactor=redactor))
+    anchors = public_anchors(pub_emb, opts.clusters, rng=np.random.default_rng(opts.seed))
+    priv_emb = embedder.embed(example_texts(corpus, list(ids[priv_rows]), redactor=redactor))
+    timings["embed_corpus_s"] = time.perf_counter() - t0
+    rng, mode = _rngs(opts)
+    stats = release_rounds(anchors, priv_emb, noise.rho[priv_rows], noise.noise_std, opts.rounds, rng=rng)
+    del priv_emb, rng                                  # nothing private leaves but `stats`
+    return Release(noise, anchors, stats, mode, generator, embedder, redactor, len(priv_rows), timings)
+
+
 def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=None, embedder=None) -> dict:
     """Run SecPE on the analysed repository at `root` (artefacts in `out`); returns the summary
     (also written to OUT/synth/summary.json). `generator`/`embedder` override `opts`' backends
@@ -116,10 +168,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.source.corpus import load_corpus
     from repoguard.source.split import split_from_config
-    from repoguard.synthesis.anchors import public_anchors
-    from repoguard.synthesis.clustering import release_rounds
-    from repoguard.synthesis.noise import secret_noise
-    from repoguard.training.data import default_redactor, example_texts
+    from repoguard.training.data import default_redactor
 
     opts.check()
     t_start = time.perf_counter()
@@ -131,28 +180,14 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     check_published(out, ledger_path)                 # a deleted ledger never resets the budget
     head = verify(ledger_path).get("last_hash") or "0" * 64
     spent, pairs = spending(ledger_path)
-    t0 = time.perf_counter()
-    noise = secret_noise(inc, split.test, rounds=opts.rounds, c=opts.c if opts.c > 0 else pc.c,
-                         accountant=pc.accountant, adjacency=pc.adjacency, ledger_spent=spent, ledger_pairs=pairs)
-    timings["calibrate_s"] = time.perf_counter() - t0
-    if not noise.public.any():
-        raise InputError("synth: every training example is tied to a secret; the anchors need public "
-                         "(untied) examples")
-    if generator is None or embedder is None:
-        g, e = backends(opts)
-        generator, embedder = generator or g, embedder or e
+    rel = release_for(inc, split.test, load_corpus(out, root), default_redactor(out, root), opts=opts,
+                      accountant=pc.accountant, adjacency=pc.adjacency, c=opts.c if opts.c > 0 else pc.c,
+                      ledger_spent=spent, ledger_pairs=pairs, generator=generator, embedder=embedder)
+    noise, anchors, stats, mode = rel.noise, rel.anchors, rel.stats, rel.mode
+    generator, embedder, redactor = rel.generator, rel.embedder, rel.redactor
+    timings.update(rel.timings)
     ids = np.asarray(inc.example_ids, dtype=object)
-    pub_rows, priv_rows = np.flatnonzero(noise.public), np.flatnonzero(noise.private & (noise.rho > 0))
-    corpus = load_corpus(out, root)
-    redactor = default_redactor(out, root)
-    t0 = time.perf_counter()
-    pub_emb = embedder.embed(example_texts(corpus, list(ids[pub_rows]), redactor=redactor))
-    anchors = public_anchors(pub_emb, opts.clusters, rng=np.random.default_rng(opts.seed))
-    priv_emb = embedder.embed(example_texts(corpus, list(ids[priv_rows]), redactor=redactor))
-    timings["embed_corpus_s"] = time.perf_counter() - t0
-    rng, mode = _rngs(opts)
-    stats = release_rounds(anchors, priv_emb, noise.rho[priv_rows], noise.noise_std, opts.rounds, rng=rng)
-    del priv_emb, rng                                  # nothing private past this line but `stats`
+    pub_rows = np.flatnonzero(noise.public)
     run_id = f"synth-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{_secrets.token_hex(4)}"
     plan = ledger_plan(inc, split, noise)
     from repoguard.accounting.ledger import record_run
@@ -162,6 +197,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     from repoguard.synthesis.rounds import run_rounds, voting_cost
 
     t0 = time.perf_counter()
+
     def progress(done: int, total: int) -> None:
         if opts.show_progress:
             log.info("synth: round %d/%d done (%.1f s)", done, total, time.perf_counter() - t0)
@@ -179,7 +215,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     cost = voting_cost(anchors.k, m, max(res.population), dim, rng=np.random.default_rng(0))
     timings["total_s"] = time.perf_counter() - t_start
     summary = _summary(plan, noise, inc, opts, run_id=run_id, ledger_head=entry["hash"], mode=mode, anchors=anchors,
-                       n_public=len(pub_rows), n_private=len(priv_rows), res=res, timings=timings, cost=cost,
+                       n_public=len(pub_rows), n_private=rel.n_private, res=res, timings=timings, cost=cost,
                        generator=generator, redacted=redacted, n_out=len(rows))
     _write(out / "synth", rows, summary)
     return summary
