@@ -83,7 +83,8 @@ def _config(repo):
 def _synth(repo, out, gen, emb, **kw):
     from repoguard.synthesis.synthesize import SynthOptions, synthesize
 
-    opts = SynthOptions(**{**SMALL, **kw}, seed=SEED, insecure_reproducible=True, show_progress=False)
+    opts = SynthOptions(**{**SMALL, **kw}, seed=SEED, insecure_reproducible=True, show_progress=False,
+                        undetected="off")
     return synthesize(root=repo, out=out, config=_config(repo), opts=opts, generator=gen, embedder=emb)
 
 
@@ -324,7 +325,8 @@ def test_http_backend_against_a_local_stub(stub_server, analysed, fresh_out, cap
     out = fresh_out()
     seen.clear()
     assert main(["synth", str(repo), "--out", str(out), "--n", "4", "--rounds", "2", "--variations", "1",
-                 "--clusters", "4", "--c", "1", "--max-length", "64", "--generator-url", url, "--json"]) == 0
+                 "--clusters", "4", "--c", "1", "--max-length", "64", "--generator-url", url, "--undetected", "off",
+                 "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["generator"]["backend"] == "http" and summary["randomness"] == "os-entropy"
     rows = _rows(out)
@@ -344,10 +346,14 @@ def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed,
     repo, _ = analysed
     before = _plan_json(repo, fresh_out("before"), capsys)
     out = fresh_out("spent")
-    assert main(["synth", str(repo), "--out", str(out), "--n", "4", "--rounds", "2", "--variations", "1",
-                 "--clusters", "4", "--c", "1", "--max-length", "64", "--max-new-tokens", "8",
-                 "--insecure-reproducible", "--seed", "3", "--json"]) == 0
+    argv = ["synth", str(repo), "--out", str(out), "--n", "4", "--rounds", "2", "--variations", "1",
+            "--clusters", "4", "--c", "1", "--max-length", "64", "--max-new-tokens", "8",
+            "--insecure-reproducible", "--seed", "3", "--json"]
+    assert main(argv) == 2                                  # the floor is on by default: refused
+    assert "undetected-secret floor" in capsys.readouterr().err and not (out / "ledger.jsonl").exists()
+    assert main(argv + ["--undetected", "off"]) == 0
     summary = json.loads(capsys.readouterr().out)
+    assert summary["undetected_floor"]["enabled"] is False
     assert summary["randomness"] == "insecure-reproducible"
     assert summary["sigma_per_round"] == [summary["sigma"]] * 2
     assert all(s["bound"] <= s["r"] * (1 + 1e-9) for s in summary["secrets"])

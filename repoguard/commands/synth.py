@@ -26,6 +26,9 @@ def register(parser) -> None:
     a("--max-new-tokens", type=int, default=96, metavar="N", help="tokens generated per sample or variation")
     a("--temperature", type=float, default=1.0)
     a("--seed", type=int, default=None, help="seed of K-means and the generator (public); default [training] seed")
+    a("--undetected", default=None, metavar="off",
+      help="the undetected-secret floor: synthesis builds its anchors from untied examples in the clear, so it "
+           "runs only with the floor off (\"off\" here or [defaults] undetected = \"off\"); every output says so")
     a("--insecure-reproducible", action="store_true",
       help="TESTS ONLY: derive the private inclusions and noise from --seed (no privacy guarantee)")
     add_json_flag(parser)
@@ -43,7 +46,7 @@ def run(args) -> int:
                         embedder=args.embedder, max_length=args.max_length, max_new_tokens=args.max_new_tokens,
                         temperature=args.temperature,
                         seed=args.seed if args.seed is not None else config.training.seed,
-                        insecure_reproducible=args.insecure_reproducible,
+                        insecure_reproducible=args.insecure_reproducible, undetected=args.undetected,
                         show_progress=not (args.quiet or args.json))
     opts.check()
     with run_lock(out):                  # one command at a time spends or writes OUT

@@ -60,6 +60,7 @@ class SynthOptions:
     seed: int = 0
     insecure_reproducible: bool = False
     show_progress: bool = True
+    undetected: str | None = None      # `--undetected` (None: [defaults] undetected); must resolve to off
 
     def check(self) -> None:
         for name in ("n", "rounds", "clusters", "max_length", "max_new_tokens"):
@@ -158,6 +159,22 @@ def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: 
     return Release(noise, anchors, stats, mode, generator, embedder, redactor, len(priv_rows), timings)
 
 
+FLOOR_REFUSAL = ("synth: the anchors are built from every untied example in the clear, which breaks the "
+                 "undetected-secret floor (a secret nobody declared gets no bound, like a clear phase 1); "
+                 "opt out for this corpus with `--undetected off` (or [defaults] undetected = \"off\")")
+
+
+def refuse_floor(config, override: str | None) -> dict:
+    """The floor's record for a synthesis: refused (InputError) unless the floor is off, since
+    untied examples enter in the clear (DESIGN.md "Undetected-secret floor")."""
+    from repoguard.planning.undetected import resolve
+
+    und = resolve(config, override)
+    if und.enabled:
+        raise InputError(FLOOR_REFUSAL)
+    return und.record()
+
+
 def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=None, embedder=None) -> dict:
     """Run SecPE on the analysed repository at `root` (artefacts in `out`); returns the summary
     (also written to OUT/synth/summary.json). `generator`/`embedder` override `opts`' backends
@@ -171,6 +188,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     from repoguard.training.data import default_redactor
 
     opts.check()
+    floor = refuse_floor(config, opts.undetected)
     t_start = time.perf_counter()
     timings: dict = {}
     inc = load_incidence(out)
@@ -217,6 +235,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     summary = _summary(plan, noise, inc, opts, run_id=run_id, ledger_head=entry["hash"], mode=mode, anchors=anchors,
                        n_public=len(pub_rows), n_private=rel.n_private, res=res, timings=timings, cost=cost,
                        generator=generator, redacted=redacted, n_out=len(rows))
+    summary["undetected_floor"] = floor
     _write(out / "synth", rows, summary)
     return summary
 
@@ -276,7 +295,7 @@ def _summary(plan, noise, inc, opts, *, run_id, ledger_head, mode, anchors, n_pu
         "guarantee": ("every declared secret's reconstruction bound, composed over the rounds and the ledger's "
                       "earlier runs, is <= its r; untied examples build the anchors in the clear and carry no "
                       "guarantee (no undetected-secret floor); held-out examples never enter"),
-        "undetected_floor": None,
+        "undetected_floor": None,          # the opt-out's record, set by `synthesize`
         "generator": generator.describe(),
         "timings": timings, "per_round": rounds, "voting_cost": cost,
     }
