@@ -73,9 +73,10 @@ def insecure_lines(insecure: dict[str, list[str]]) -> list[str]:
 
 
 def published_reports(out: Path, ledger_path: Path) -> list[Path]:
-    """The privacy reports of runs published from `out` (`out/train`) and, for a ledger shared by
+    """The privacy reports of runs published from `out` (`out/train`, and `out/synth`'s summary of
+    a synthetic corpus) and, for a ledger shared by
     scheduled runs, from `<ledger dir>/runs/*/train`."""
-    found = [Path(out) / "train" / "privacy_report.json"]
+    found = [Path(out) / "train" / "privacy_report.json", Path(out) / "synth" / "summary.json"]
     found += sorted(Path(ledger_path).resolve().parent.glob("runs/*/train/privacy_report.json"))
     seen, unique = set(), []
     for f in found:

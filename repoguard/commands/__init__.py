@@ -23,6 +23,7 @@ COMMANDS = (
     "plan",
     "ledger",
     "train",
+    "synth",
     "audit",
     "compare",
     "report",

@@ -18,7 +18,7 @@ def register(parser) -> None:
     add_json_flag(parser)
     parser.add_argument("--arms", default=None, metavar="NAMES",
                         help="comma-separated arms (default: hush,hush-kl,hush-gdp,uniform,drop-dp,drop,no-dp,"
-                        "two-phase,two-phase-noised)")
+                        "two-phase,two-phase-noised; opt-in: synth, a SecPE corpus fine-tuned on without noise)")
     parser.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
                         help="undetected-secret floor every protected arm meets (default: [defaults] undetected; "
                              "same syntax as `repoguard plan --undetected`)")
@@ -42,14 +42,15 @@ def register(parser) -> None:
 def run(args) -> int:
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.core.errors import InputError
-    from repoguard.evaluation.compare import ARMS, format_table, parse_floors, run_compare
+    from repoguard.evaluation.compare import ARMS, OPT_IN_ARMS, format_table, parse_floors, run_compare
     from repoguard.planning.undetected import resolve
 
     repo, config, out = resolve_repo(args, allow_plain=True)
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else ARMS
-    unknown = [a for a in arms if a not in ARMS]
+    unknown = [a for a in arms if a not in ARMS + OPT_IN_ARMS]
     if unknown or not arms:
-        raise InputError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none)'} (known: {', '.join(ARMS)})")
+        raise InputError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none)'} "
+                         f"(known: {', '.join(ARMS + OPT_IN_ARMS)})")
     if args.steps is not None and args.steps < 1:
         raise InputError(f"--steps: must be ≥ 1, got {args.steps}")
     if args.risk_sample < 0:

@@ -44,6 +44,8 @@ from repoguard.core.errors import InputError
 from repoguard.evaluation.protection import ARMS
 
 TWO_PHASE = {"two-phase": "clear", "two-phase-noised": "noised"}
+OPT_IN_ARMS = ("synth",)     # run only when named in --arms (the synthesis costs generation time)
+SYNTH_ARM = {"n": 32, "rounds": 3, "variations": 2, "clusters": 16}   # the synth arm's SecPE settings
 
 
 def arm_plan(name: str, base_plan, incidence, *, floor=None, snap=None, phase1=None):
@@ -171,7 +173,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
            "ledger": snap.record(), "levels": None}
     ctx = _Ctx(base=base, tok=tok, seqs=seqs, es=ev0.es, rows0=rows0, cfg=cfg, total=total, seed=seed,
                incidence=incidence, base_plan=base_plan, snap=snap, phase1=(b1, t1), resume=resume,
-               show_progress=show_progress, base_metrics=doc["base"], cdir=cdir, base_saved=bool(cfg.model))
+               show_progress=show_progress, base_metrics=doc["base"], cdir=cdir, base_saved=bool(cfg.model),
+               corpus=corpus, redactor=default_redactor(out, root))
     plans = {}
     if repeats < 1:
         raise InputError(f"--repeats: must be ≥ 1, not {repeats}")
@@ -229,6 +232,8 @@ class _Ctx:
     base_metrics: dict
     cdir: Path
     base_saved: bool
+    corpus: object = None      # the synth arm reads public and private texts through these
+    redactor: object = None
 
 
 def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool):
@@ -255,6 +260,10 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
                 and (not keep or (arm_dir / "adapter" / "adapter_config.json").is_file())):
             return old["result"], None
     t0 = time.perf_counter()
+    if name == "synth":
+        result = _synth_arm(ctx, arm_dir=arm_dir, t0=t0)
+        atomic_write_json(path, {"key": akey, "result": result})
+        return result, None
     ap = _arm_plan(name, ctx.base_plan, ctx.incidence, floor=und, snap=ctx.snap, phase1=ctx.phase1)
     plan, private = ap.plan, ap.private
     model = apply_lora(copy.deepcopy(ctx.base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
@@ -322,6 +331,71 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
              for h in pe.history[1:]]
     atomic_write_json(path, {"key": akey, "result": result})
     return result, plan
+
+
+def _synth_arm(ctx: _Ctx, *, arm_dir: Path, t0: float) -> dict:
+    """The `synth` arm: a SecPE corpus (`synthesis`, settings `SYNTH_ARM`, the base model as
+    generator and embedder) calibrated to the same declared targets against the same ledger
+    snapshot, then the base fine-tuned *without noise* on it (LoRA, the same B, T, lr), scored on
+    the same held-out rows. Nothing is recorded or published. The synthesis protects the declared
+    secrets only: untied examples build its anchors in the clear, so it has no undetected-secret
+    floor ("declared only")."""
+    import secrets as _secrets
+    import shutil
+
+    import numpy as np
+
+    from repoguard.evaluation.metrics import Evaluator
+    from repoguard.evaluation.periodic import PeriodicEval
+    from repoguard.planning.plan import Plan
+    from repoguard.synthesis.embedding import MeanPooled
+    from repoguard.synthesis.generators import LocalLM
+    from repoguard.synthesis.rounds import run_rounds
+    from repoguard.synthesis.synthesize import SynthOptions, release_for
+    from repoguard.training.data import tokenize
+    from repoguard.training.model import TINY_LORA_TARGETS, apply_lora
+    from repoguard.training.randomness import secure_dir
+    from repoguard.training.trainer import TrainSettings, train
+
+    cfg, bp = ctx.cfg, ctx.base_plan
+    seed = ctx.seed if ctx.seed is not None else _secrets.randbits(32)
+    opts = SynthOptions(**SYNTH_ARM, max_length=cfg.max_length, max_new_tokens=min(96, cfg.max_length),
+                        seed=seed, insecure_reproducible=ctx.seed is not None, show_progress=False)
+    gen = LocalLM(ctx.base, ctx.tok, max_new_tokens=opts.max_new_tokens)
+    emb = MeanPooled(ctx.base, ctx.tok, max_length=cfg.max_length)
+    rel = release_for(ctx.incidence, bp.test_mask, ctx.corpus, ctx.redactor, opts=opts, accountant=bp.accountant,
+                      adjacency=bp.adjacency, c=0.0, ledger_spent=ctx.snap.spent, ledger_pairs=ctx.snap.pairs,
+                      generator=gen, embedder=emb)
+    res = run_rounds(rel.stats, gen, emb, n=opts.n, variations=opts.variations, seed=seed)
+    texts = [ctx.redactor(c.text, "synthetic.py")[0] for c in res.kept]
+    seqs = tokenize(texts, ctx.tok, max_length=cfg.max_length)
+    n = len(seqs)
+    batch = min(float(bp.batch_size), float(n))
+    plan = Plan(sigma=1.0, batch_size=batch, steps=ctx.total, clip_norm=bp.clip_norm, c=0.0, cap=bp.cap,
+                accountant=bp.accountant, adjacency=bp.adjacency, example_ids=[f"synthetic#{i}" for i in range(n)],
+                w=np.ones(n), rho=np.full(n, batch / n))
+    model = apply_lora(copy.deepcopy(ctx.base), r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                       targets=cfg.lora_targets or (() if cfg.model else TINY_LORA_TARGETS), seed=cfg.seed)
+    ev = Evaluator(model, ctx.es, tokenizer=ctx.tok, pad_id=ctx.tok.pad_token_id,
+                   micro_batch_size=cfg.micro_batch_size or 8)
+    pe = PeriodicEval(ev, every=cfg.eval_every, base=ctx.base_metrics)
+    shutil.rmtree(arm_dir, ignore_errors=True)
+    secure_dir(arm_dir)
+    settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size, checkpoint_every=ctx.total,
+                             steps=ctx.total, private=False, seed=seed)
+    train(model=model, seqs=seqs, pad_id=ctx.tok.pad_token_id, plan=plan, train_dir=arm_dir, settings=settings,
+          ledger=None, publish=False, show_progress=ctx.show_progress, evaluator=pe)
+    shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
+    bounds = [float(b) / s.r for b, s in zip(rel.noise.cal.evals.bound, ctx.incidence.secrets)]
+    return {"sigma": rel.noise.sigma, "private": True, "sum_w_over_n": None,
+            "slices": pe.history[-1]["slices"],
+            "curve": [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
+                      for h in pe.history],
+            "bound_ratio_min": min(bounds) if bounds else None, "bound_ratio_max": max(bounds) if bounds else None,
+            "undetected_floor": None, "seconds": time.perf_counter() - t0, "steps": ctx.total,
+            "eval_rows": _rows(ev.es), "protection": "declared", "meets_floor": None, "floor": None,
+            "synthesis": {**SYNTH_ARM, "examples": n, "noise_std": rel.noise.noise_std, "c": rel.noise.c,
+                          "randomness": rel.mode}}
 
 
 def repeat_summary(runs: list[dict]) -> dict:

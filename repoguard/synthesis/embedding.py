@@ -1,0 +1,68 @@
+"""Embedding backends: text → one vector per text, for anchors and votes [SecPE Alg. 2–3].
+
+The default embeds with the generator's local model: the mean over non-padding positions of its
+last hidden layer. `--embedder DIR` loads any local Hugging Face encoder or decoder (a
+sentence-embedding checkpoint) the same way (`local_files_only`: nothing downloads).
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class MeanPooled:
+    """Mean-pooled last hidden states of `model` for texts truncated to `max_length` tokens,
+    `batch` texts per forward pass. Returns float64 (n, hidden)."""
+
+    def __init__(self, model, tokenizer, *, max_length: int = 256, batch: int = 16) -> None:
+        self.model, self.tok, self.max_length, self.batch = model.eval(), tokenizer, int(max_length), int(batch)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        chunks = []
+        side = getattr(self.tok, "padding_side", "right")
+        self.tok.padding_side = "right"
+        try:
+            with torch.no_grad():
+                for lo in range(0, len(texts), self.batch):
+                    part = [t if t else " " for t in texts[lo:lo + self.batch]]
+                    enc = self.tok(part, padding=True, truncation=True, max_length=self.max_length,
+                                   return_tensors="pt")
+                    enc = {k: v.to(self.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+                    out = self.model(**enc, output_hidden_states=True)
+                    h = out.hidden_states[-1] if getattr(out, "hidden_states", None) else out.last_hidden_state
+                    m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
+                    chunks.append(((h * m).sum(1) / m.sum(1).clamp(min=1)).float().cpu().numpy())
+        finally:
+            self.tok.padding_side = side
+        if not chunks:
+            return np.zeros((0, int(self.model.config.hidden_size)))
+        return np.concatenate(chunks).astype(np.float64)
+
+
+def load_embedder(path: str, *, max_length: int) -> MeanPooled:
+    """A `MeanPooled` over the local checkpoint at `path` (AutoModel). Raises InputError when it
+    cannot be loaded."""
+    from pathlib import Path
+
+    from repoguard.core.errors import InputError
+
+    d = Path(path)
+    if not (d / "config.json").is_file():
+        raise InputError(f"--embedder {d}: not a Hugging Face model directory (no config.json)")
+    try:
+        from transformers import AutoModel, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(d, local_files_only=True)
+        model = AutoModel.from_pretrained(d, local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"--embedder {d}: cannot load ({str(exc).splitlines()[0]})") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token or tok.unk_token
+    return MeanPooled(model, tok, max_length=max_length)

@@ -1,0 +1,136 @@
+"""SecretNoise [SecPE Alg. 1, Thm. 2]: which private examples count in each round, with what
+probability, and the noise σ that keeps every secret's (p_j, r_j) composed over the T rounds.
+
+Weights. The LP of Hush eq. 1 with the Gaussian-DP caps η_j = Φ⁻¹(1−p_j) − Φ⁻¹(1−r_j)
+[SecPE eq. 6] (`planning.weighting`, `cap="gdp"`), over the *private* examples: tied to a secret
+and not held out. Untied examples are public (they build the anchors in the clear) and held-out
+examples never enter (ρ = 0).
+
+Inclusion probabilities. ρ_i = w_i / max_k w_k: Hush's ρ = B·w/Σw at the largest expected count
+B = Σw / max w that keeps every ρ ≤ 1. (The issue writes ρ_i = w_i / (max w · Σw); read literally
+that caps every ρ at 1/Σw, so with Σw ≫ 1 almost no private example would ever be counted. Both
+are valid for the accountant, which runs on the ρ actually used; this is the one that uses the
+private data the LP allows.) Each round includes example i independently with probability ρ_i.
+
+Dominating pair [SecPE Thm. 2; Charles et al. 2024 Thm 1, as in Hush §4]. One round releases
+(ñ, S̃) = (n + m + N(0, σ_n² I_K), s + Σ_priv clip_R(x_i) + N(0, σ_n² I_{K·d})): a private example
+adds e_k to the counts and a vector of norm ≤ R = 1 to row k of the sums, so its joint ℓ2
+contribution is ≤ Δ = √(1 + R²) = √2 (zero-out adjacency; "replace" doubles it through the
+accountant's s). With noise std σ_n = σ·Δ the per-round pair of secret j is, in units of Δ,
+P_j = N(Σ_{i∈E_j} Bern(ρ_i), σ²) vs Q = N(0, σ²) — the accountant's pair (`accounting.divergences`)
+— and the T rounds compose (KL and Rényi divergences add; the Neyman–Pearson bound composes the
+privacy-loss distributions). σ is the smallest noise multiplier for which every secret's bound,
+this synthesis composed over T rounds *plus what the ledger says it already spent*, is ≤ r_j
+(`accounting.calibrate`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from repoguard.core.errors import InputError, PolicyError
+
+RADIUS = 1.0                         # R: private embeddings are clipped to this ℓ2 norm
+SENSITIVITY = math.sqrt(1.0 + RADIUS ** 2)   # Δ: one example's joint ℓ2 contribution to (counts, sums)
+
+
+@dataclass
+class NoisePlan:
+    """`rho` (n,) inclusion probability per example row (0 for public and held-out rows); `w` the
+    LP weights (1 for untied rows, 0 for held-out rows); `private` / `public` bool (n,) masks;
+    `sigma` the noise multiplier (units of Δ) and `noise_std` = σ·Δ the std actually added to every
+    count and every coordinate of every sum, per round; `rounds` T; `c` the LP scale; `cal` the
+    `accounting.calibrate.Calibration` (per secret: cumulative bound, binding bound, this run's
+    KL and Rényi divergences over T rounds, pairs)."""
+
+    rho: np.ndarray
+    w: np.ndarray
+    private: np.ndarray
+    public: np.ndarray
+    sigma: float
+    noise_std: float
+    rounds: int
+    c: float
+    accountant: str
+    adjacency: str
+    cal: object
+    lp: dict = field(default_factory=dict)
+    sweep: list = field(default_factory=list)
+
+
+def private_rho(w: np.ndarray, private: np.ndarray) -> np.ndarray:
+    """ρ_i = w_i / max w over the private rows (0 elsewhere, and everywhere if every w is 0)."""
+    rho = np.zeros(len(w))
+    top = float(np.max(w[private])) if private.any() else 0.0
+    if top > 0:
+        rho[private] = np.clip(w[private] / top, 0.0, 1.0)
+    return rho
+
+
+def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, accountant: str = "best",
+                 adjacency: str = "zero-out", ledger_spent: dict | None = None,
+                 ledger_pairs: dict | None = None, sweep=None) -> NoisePlan:
+    """[SecPE Alg. 1] weights, inclusion probabilities and the per-round σ for `incidence` (rows
+    aligned with `test`, the held-out mask). `c` > 0 fixes the LP scale; 0 sweeps `sweep`
+    (default 2^-6…2^4) and keeps the c with the largest Σρ/σ (expected private contributions per
+    unit noise: the counts' signal-to-noise), ties to the smaller c. Raises InputError for bad
+    arguments and PolicyError naming the secrets whose earlier spending leaves no σ that works."""
+    from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+    from repoguard.planning.weighting import SWEEP, secret_caps, solve_weights
+
+    if rounds < 1:
+        raise InputError(f"--rounds: must be ≥ 1, not {rounds}")
+    if c < 0:
+        raise InputError(f"--c: must be > 0, not {c}")
+    m = incidence.matrix.tocsr()
+    n, ns = m.shape
+    test = np.asarray(test, dtype=bool)
+    if test.shape != (n,):
+        raise InputError(f"holdout: {test.shape[0]} entries for {n} examples")
+    tied = np.asarray(m.getnnz(axis=1) > 0)
+    private = tied & ~test
+    public = ~tied & ~test
+    secrets = incidence.secrets
+    p = np.array([s.p for s in secrets], dtype=float)
+    r = np.array([s.r for s in secrets], dtype=float)
+    caps = secret_caps(p, r, "gdp")
+    alphas = tuple(DEFAULT_ALPHAS)
+    skl, sre = spent_arrays(secrets, ledger_spent or {}, alphas)
+    hist = spent_histories(secrets, ledger_spent or {}, ledger_pairs or {})
+    csc = m.tocsc()
+    cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(ns)]
+    rows = np.flatnonzero(~test)
+
+    def one(cval: float):
+        lp = solve_weights(m[rows], caps, cval)
+        w = np.zeros(n)
+        w[rows] = lp.w
+        rho = private_rho(w, private)
+        try:
+            cal = calibrate([rho[ix] for ix in cols], p, r, rounds, method=accountant, adjacency=adjacency,
+                            alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+        except Infeasible as exc:
+            names = ", ".join(secrets[j].id for j in exc.secrets[:5])
+            raise PolicyError(f"{len(exc.secrets)} secret(s) ({names}) have already spent their budget in the "
+                              "ledger: no noise level lets a synthesis meet their targets") from None
+        return lp, w, rho, cal
+
+    table = []
+    if c > 0:
+        lp, w, rho, cal = one(c)
+        chosen = c
+    else:
+        best = None
+        for cval in (sweep or SWEEP):
+            lp, w, rho, cal = one(cval)
+            score = float(rho.sum()) / cal.sigma
+            table.append({"c": cval, "sum_rho": float(rho.sum()), "sigma": cal.sigma, "score": score})
+            if best is None or score > best[0] * (1 + 1e-12):
+                best = (score, cval, lp, w, rho, cal)
+        _, chosen, lp, w, rho, cal = best
+    return NoisePlan(rho=rho, w=w, private=private, public=public, sigma=float(cal.sigma),
+                     noise_std=float(cal.sigma) * SENSITIVITY, rounds=int(rounds), c=float(chosen),
+                     accountant=accountant, adjacency=adjacency, cal=cal, lp=lp.stats(), sweep=table)
