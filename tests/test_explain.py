@@ -83,6 +83,7 @@ def _plain_cli(cwd, *args):
                           capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_secret_takes_a_trailing_repository_path(analyzed, tmp_path):
     """`explain --secret ID PATH` reads PATH as the repository, like every other command (it was
     refused: "give exactly one of FILE or --secret ID"); without PATH it is the current directory;

@@ -124,6 +124,7 @@ def test_readme_snippet_matches_the_published_hooks():
         assert hook == {k: v for k, v in published[hook["id"]].items() if k != "description"}
 
 
+@pytest.mark.slow
 def test_readme_snippet_works_as_written(make_repo, env):
     """Issue 28 item 9: the README's block (it said `rev: v0.1.0`, a tag that does not exist),
     copied into a repository, installed with the real pre-commit: a clean commit passes, a commit
