@@ -1,0 +1,217 @@
+"""Keyword-anchored vendor values: a value of a vendor's documented shape within `DIST` bytes of
+the vendor's name, whatever stands between them (`=`, `:`, ` - `, ` is `, quotes, a log prefix
+such as `[DEBUG] Using Mailgun Key=`, a comment naming the vendor above a call).
+
+The table is data (`rules/vendor_keywords.toml`, credentials.vendor_table). All aliases form one
+caseless alternation, the detector's prefilter, compiled into the engine's single Hyperscan
+database; `find` reads only the windows around the alias ends it reports: `DIST` bytes before the
+alias and after it, widened to whole tokens. In a window, each row of that alias looks for a value
+of its exact shape (prefix, alphabet, length, bounded by characters outside the alphabet) that
+looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit is reported under
+the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
+
+The veto: a random-looking token in the window that no row of a documented-shape alias accepts,
+and that has no common key shape either (`GENERIC_LENGTHS`, one alphabet), is returned as a veto
+span; the engine drops `generic-api-key` / `generic-keyword-context` /
+`generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import re2
+
+from repoguard.credentials.entropy import shannon_entropy
+from repoguard.credentials.priority import STRUCTURAL
+from repoguard.credentials.rule_types import Rule
+from repoguard.credentials.structural.base import Detector, Hit
+from repoguard.credentials.structural.keyword_context import random_token
+from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
+
+DIST = 40  # bytes between the vendor's name and its value (either side)
+TAGS = ("keyword-anchored",)
+NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
+_TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
+_ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset(b"0123456789")
+# A generic row's value, and a veto candidate: a token of 16–128 characters (base64 padding last).
+_TOKEN = re.compile(rb"(?<![A-Za-z0-9+/_.~-])([A-Za-z0-9][A-Za-z0-9+/_~.-]{14,126}[A-Za-z0-9]={0,2})"
+                    rb"(?![A-Za-z0-9+/=_.~-])")
+_HEX40 = re.compile(rb"[0-9a-f]{40}")  # a git object id
+_PASSWORD = re.compile(rb"(?i)pass|pwd")
+# A digest, not a credential: `--hash=sha256:…`, `"integrity": "sha512-…"`, `commit abc…`.
+_DIGEST_BEFORE = re.compile(rb"(?i)(?:sha[0-9]*|md5|hash|digest|integrity|checksum|etag|commit|rev(?:ision)?)"
+                            rb"[\"' \t:=-]{0,4}$")
+
+
+def _shape(row: VendorRow) -> re.Pattern:
+    """The row's value regex: prefix + class{lo,hi}, bounded by neither class nor alphanumeric
+    characters (a hex key is not cut out of a longer alphanumeric word)."""
+    bound = "0-9A-Za-z" + (row.cls if row.cls not in ("0-9A-Za-z",) else "")
+    if row.alphabet == "uuid":
+        body = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    elif row.alphabet == "base64":
+        body = f"[{row.cls}]{{{row.lo},{row.hi}}}={{0,2}}"
+        bound += "="
+    else:
+        body = f"[{row.cls}]{{{row.lo},{row.hi}}}"
+    return re.compile(f"(?<![{bound}])({re.escape(row.prefix)}{body})(?![{bound}])".encode())
+
+
+def _looks_random(value: bytes, row: VendorRow) -> bool:
+    core = value[len(row.prefix):]
+    if is_placeholder(core):
+        return False
+    if row.alphabet == "digits":
+        return len(set(core)) >= 6 and core not in b"01234567890123456789"
+    if row.alphabet == "uuid":
+        hexes = core.replace(b"-", b"")
+        return len(set(hexes)) >= 8 and shannon_entropy(hexes) >= 3.0
+    if not any(c in _DIGITS for c in core) and len(core) < 40:
+        return False
+    if len(core) >= 16:
+        return random_token(core)
+    s = set(core)
+    size = 16 if s <= set(b"0123456789abcdefABCDEF") else 36 if core in (core.lower(), core.upper()) else 62
+    return any(c in _ALPHA for c in core) and shannon_entropy(core) >= 0.7 * math.log2(min(len(core), size))
+
+
+# A generic row's value: the lengths generated API keys come in (16–64 random bytes or characters,
+# hex, base62 or base64 encoded; a UUID), in one alphabet: hex, alphanumerics, base64url or base64
+# (no `.` or `~` inside: those join words, versions and paths, not key characters).
+GENERIC_LENGTHS = frozenset((16, 20, 22, 24, 26, 28, 30, 32, 36, 40, 43, 44, 45, 48, 50, 56, 60, 64,
+                             80, 86, 88, 96, 128))
+_GENERIC_VALUE = re.compile(rb"[0-9A-Za-z_-]+|[0-9A-Za-z+/]+={0,2}")
+
+
+# The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
+_ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
+                        rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:][ \t]{0,4}[\"']?$")
+
+
+def _identifier(data: bytes, s: int) -> bool:
+    return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
+
+
+def _generic_ok(data: bytes, s: int, value: bytes) -> bool:
+    if len(value) not in GENERIC_LENGTHS or not _GENERIC_VALUE.fullmatch(value):
+        return False
+    if data[s - 1:s] in (b"/", b"#", b"@", b"?", b"&", b"%"):
+        return False  # a path segment, fragment, URL parameter or an e-mail's domain part
+    if _HEX40.fullmatch(value) or _DIGEST_BEFORE.search(data[max(0, s - 16):s]) or _identifier(data, s):
+        return False
+    return random_token(value.rstrip(b"="))
+
+
+class _Table:
+    """The compiled table: rows by alias, one shape regex per distinct shape."""
+
+    def __init__(self, rows: tuple[VendorRow, ...]) -> None:
+        self.rows = rows
+        self.by_alias: dict[bytes, list[VendorRow]] = {}
+        for r in rows:
+            for a in r.aliases:
+                self.by_alias.setdefault(a.encode(), []).append(r)
+        self.lengths = sorted({len(a) for a in self.by_alias}, reverse=True)
+        shapes: dict[tuple, re.Pattern] = {}
+        self.shape = {}
+        for r in rows:
+            if not r.generic:
+                key = (r.prefix, r.cls, r.lo, r.hi, r.alphabet)
+                if key not in shapes:
+                    shapes[key] = _shape(r)
+                self.shape[r.id] = shapes[key]
+        self.vetoing = {a: all(not r.generic and r.veto for r in rs) for a, rs in self.by_alias.items()}
+        alts = b"|".join(re.escape(a.decode()).encode() for a in sorted(self.by_alias, key=len, reverse=True))
+        self.prefilter = b"(?:" + alts + b")" if alts else b""
+        self.re2 = re2.compile(b"(?i)" + self.prefilter) if alts else None
+        self.rules = tuple(Rule(id=r.rule_id, description=f"{r.vendor} (keyword-anchored)", regex=None,
+                                tags=TAGS + (NAME_ONLY,) * r.generic, source=f"rules/vendor_keywords.toml ({r.source})" if r.source
+                                else "rules/vendor_keywords.toml", priority=STRUCTURAL) for r in rows)
+
+    def alias_at(self, data: bytes, e: int) -> bytes | None:
+        """The longest alias ending at `e` that starts a word and is not a longer word's start."""
+        for n in self.lengths:
+            s = e - n
+            if s < 0:
+                continue
+            a = data[s:e].lower()
+            if a in self.by_alias:
+                if s > 0 and data[s - 1] in _ALPHA:
+                    continue
+                if e < len(data) and data[e] in _LOWER and n < 6:
+                    continue  # `boxes`, `mux` of `muxer`: a short alias must end the word
+                return a
+        return None
+
+
+def _find(table: _Table, data: bytes, path: str, ends=None):
+    if ends is None:
+        if table.re2 is None:
+            return []
+        ends = [m.end() for m in table.re2.finditer(data)]
+    out: dict[tuple, Hit] = {}
+    n = len(data)
+    done: set[tuple[bytes, int]] = set()
+    for e in sorted(set(ends)):
+        alias = table.alias_at(data, e)
+        if alias is None:
+            continue
+        s = e - len(alias)
+        lo, hi = max(0, s - DIST), min(n, e + DIST)
+        while lo > 0 and data[lo - 1] in _TOKCH:
+            lo -= 1
+        while hi < n and data[hi] in _TOKCH:
+            hi += 1
+        if (alias, lo) in done:
+            continue
+        done.add((alias, lo))
+        win = data[lo:hi]
+        accepted: list[tuple[int, int]] = []
+        for row in table.by_alias[alias]:
+            if row.generic:
+                for m in _TOKEN.finditer(win):
+                    a, b = lo + m.start(1), lo + m.end(1)
+                    if a < e and b > s:
+                        continue  # the alias itself, or a word holding it
+                    if _generic_ok(data, a, m.group(1)):
+                        out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
+                        accepted.append((a, b))
+                continue
+            for m in table.shape[row.id].finditer(win):
+                a, b = lo + m.start(1), lo + m.end(1)
+                if a < e and b > s:
+                    continue
+                if _looks_random(m.group(1), row) and not (row.alphabet == "uuid" and _identifier(data, a)):
+                    out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
+                    accepted.append((a, b))
+        if not table.vetoing[alias]:
+            continue
+        for m in _TOKEN.finditer(win):
+            a, b = lo + m.start(1), lo + m.end(1)
+            if (a < e and b > s) or any(x < b and a < y for x, y in accepted):
+                continue
+            if _PASSWORD.search(data[max(0, a - 24):a]):
+                continue  # a password next to the vendor's name is still a password
+            if _generic_ok(data, a, m.group(1)):
+                continue  # a common key shape: maybe a format of the vendor's the table lacks
+            if random_token(m.group(1).rstrip(b"=")):
+                out.setdefault((a, b, "veto"), Hit(a, b, m.group(1), "", True))
+    return list(out.values())
+
+
+_TABLE = _Table(default_vendor_table())
+
+
+def find(data: bytes, path: str, ends=None):
+    """Keyword-anchored vendor hits (and veto spans) in `data`, near the alias ends `ends`."""
+    return _find(_TABLE, data, path, ends)
+
+
+DETECTORS = (
+    Detector(id="vendor-keyword", description="Vendor credential found by the vendor's name nearby",
+             triggers=(), find=find, tags=TAGS, prefilter=_TABLE.prefilter, rules=_TABLE.rules),
+) if _TABLE.prefilter else ()
