@@ -41,6 +41,7 @@ from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
                                               literal_prefixes, max_width)
 from repoguard.credentials.structural import all_detectors
+from repoguard.credentials.structural.placeholders import is_placeholder
 from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
@@ -440,6 +441,8 @@ class Engine:
         if self._vendor_prefixes and (r.priority >= GENERIC or "name-only" in r.tags) \
                 and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
+        if r.placeholder and is_placeholder(secret, min_len=3):
+            return None
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None

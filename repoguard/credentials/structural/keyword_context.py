@@ -103,7 +103,8 @@ _HEX = frozenset(b"0123456789abcdefABCDEF-")
 _NOT_SECRET = tuple(
     b"keyword keyboard keyfram keycode keypress keydown keyup keystroke keyspace keyval keyerror "
     b"keypath keyserver keyid monkey turkey hockey donkey jockey whiskey author tokeniz tiktoken "
-    b"accessor accessib accesslog privatemode passthrough passage bypass".split())
+    b"accessor accessib accesslog privatemode passthrough passage bypass "
+    b"csrf xsrf requestverificationtoken".split())  # anti-forgery form tokens (csrfmiddlewaretoken)
 # A name ending in one of these words holds something else than the secret itself.
 _NOT_VALUE = frozenset(
     b"id ids uuid guid name names url urls uri uris host hostname domain endpoint endpoints path "
@@ -438,6 +439,8 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
             km = _KW_RE.match(data, m.start())
             ks, ke = km.start(), km.end()
             lo = pos = ke
+            if data[max(0, ks - 7):ks].lower() in (b'name="_', b"name='_"):
+                continue  # `<input name="_token" value=…>`: a framework's form (CSRF) token (Laravel)
             got = _value_after(data, ks, ke)
             if got is None:
                 continue

@@ -89,7 +89,7 @@ _GENERIC_VALUE = re.compile(rb"[0-9A-Za-z_-]+|[0-9A-Za-z+/]+={0,2}")
 
 # The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
 _ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
-                        rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:][ \t]{0,4}[\"']?$")
+                        rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:,(][ \t]{0,4}[\"']?$")
 
 
 def _identifier(data: bytes, s: int) -> bool:
@@ -162,6 +162,15 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             continue
         s = e - len(alias)
         lo, hi = max(0, s - DIST), min(n, e + DIST)
+        # at most one line break between the name and its value (a section header, a comment above)
+        nl = data.find(b"\n", e, hi)
+        if nl >= 0:
+            nl2 = data.find(b"\n", nl + 1, hi)
+            hi = hi if nl2 < 0 else nl2
+        nl = data.rfind(b"\n", lo, s)
+        if nl >= 0:
+            nl2 = data.rfind(b"\n", lo, nl)
+            lo = lo if nl2 < 0 else nl2 + 1
         while lo > 0 and data[lo - 1] in _TOKCH:
             lo -= 1
         while hi < n and data[hi] in _TOKCH:
