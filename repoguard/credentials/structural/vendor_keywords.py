@@ -11,7 +11,7 @@ looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts,
-and that has no common key shape either (`GENERIC_LENGTHS`, one alphabet), is returned as a veto
+and that has no common key shape either (`keyword_context.common_key_shape`), is returned as a veto
 span; the engine drops `generic-api-key` / `generic-keyword-context` /
 `generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
 """
@@ -26,7 +26,7 @@ from repoguard.credentials.entropy import shannon_entropy
 from repoguard.credentials.priority import STRUCTURAL
 from repoguard.credentials.rule_types import Rule
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.keyword_context import random_token
+from repoguard.credentials.structural.keyword_context import common_key_shape, random_token
 from repoguard.credentials.structural.placeholders import is_placeholder
 from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 
@@ -79,14 +79,6 @@ def _looks_random(value: bytes, row: VendorRow) -> bool:
     return any(c in _ALPHA for c in core) and shannon_entropy(core) >= 0.7 * math.log2(min(len(core), size))
 
 
-# A generic row's value: the lengths generated API keys come in (16–64 random bytes or characters,
-# hex, base62 or base64 encoded; a UUID), in one alphabet: hex, alphanumerics, base64url or base64
-# (no `.` or `~` inside: those join words, versions and paths, not key characters).
-GENERIC_LENGTHS = frozenset((16, 20, 22, 24, 26, 28, 30, 32, 36, 40, 43, 44, 45, 48, 50, 56, 60, 64,
-                             80, 86, 88, 96, 128))
-_GENERIC_VALUE = re.compile(rb"[0-9A-Za-z_-]+|[0-9A-Za-z+/]+={0,2}")
-
-
 # The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
 _ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
                         rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:,(][ \t]{0,4}[\"']?$")
@@ -97,7 +89,7 @@ def _identifier(data: bytes, s: int) -> bool:
 
 
 def _generic_ok(data: bytes, s: int, value: bytes) -> bool:
-    if len(value) not in GENERIC_LENGTHS or not _GENERIC_VALUE.fullmatch(value):
+    if not common_key_shape(value):
         return False
     if data[s - 1:s] in (b"/", b"#", b"@", b"?", b"&", b"%"):
         return False  # a path segment, fragment, URL parameter or an e-mail's domain part
