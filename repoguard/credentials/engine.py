@@ -269,7 +269,7 @@ class Engine:
             if c.path_re is not None and not c.path_re.search(path):
                 continue
             spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
-        vetoes: list[tuple[int, int]] = []
+        vetoes: list[tuple[int, int, str]] = []
         wanted = {j for k in present for j in self._kw_detectors.get(k, ())}
         wanted.update(j for j in self._untriggered if self.hs_db is None or j in det_ends)
         for j in sorted(wanted):
@@ -283,14 +283,14 @@ class Engine:
             else:
                 continue  # its prefilter did not match: nothing to find
             for h in found:
-                if h.veto:
-                    vetoes.append((h.start, h.end))
+                if h.veto:  # h.rule: the one rule vetoed, or "" for every rule of VETOED
+                    vetoes.append((h.start, h.end, h.rule))
                     continue
                 hc = self._hit_compiled.get(h.rule, c) if h.rule else c
                 spans.append((hc, h.start, h.end, h.start, h.end, h.secret))
         if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
             spans = [sp for sp in spans if sp[0].rule.id not in VETOED
-                     or not any(a < sp[4] and sp[3] < b for a, b in vetoes)]
+                     or not any(a < sp[4] and sp[3] < b and rid in ("", sp[0].rule.id) for a, b, rid in vetoes)]
         kept: list[Finding] = []
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))

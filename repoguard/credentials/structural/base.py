@@ -12,7 +12,8 @@ class Hit(NamedTuple):
     """A secret found by a detector: `start`/`end` are byte offsets of the value in the text.
     `rule`: the id of one of the detector's `rules` the hit is reported under ("" for the
     detector's own id). `veto`: not a finding but a span the detector rejected on purpose (a
-    vendor-named value of the wrong shape): the engine drops generic findings overlapping it."""
+    vendor-named value of the wrong shape): the engine drops generic findings overlapping it (those of
+    `rule` only, when a veto names one)."""
 
     start: int
     end: int

@@ -10,9 +10,9 @@ of its exact shape (prefix, alphabet, length, bounded by characters outside the 
 looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit is reported under
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
-The veto: a random-looking token in the window that no row of a documented-shape alias accepts,
-and that has no common key shape either (`keyword_context.common_key_shape`), is returned as a veto
-span; the engine drops `generic-api-key` / `generic-keyword-context` /
+The veto: a random-looking token in the window that no row of a documented-shape alias accepts
+is returned as a veto span (for `generic-keyword-context` only when the token has a common key
+shape, `keyword_context.common_key_shape`: maybe a format the table lacks); the engine drops `generic-api-key` / `generic-keyword-context` /
 `generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 
 DIST = 40  # bytes between the vendor's name and its value (either side)
 TAGS = ("keyword-anchored",)
+CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto that detector only
 NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
 _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -197,9 +198,14 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 continue
             if _PASSWORD.search(data[max(0, a - 24):a]):
                 continue  # a password next to the vendor's name is still a password
-            if _generic_ok(data, a, m.group(1)):
-                continue  # a common key shape: maybe a format of the vendor's the table lacks
-            if random_token(m.group(1).rstrip(b"=")):
+            tok = m.group(1)
+            if _generic_ok(data, a, tok):
+                # A common key shape the rows reject: perhaps a format the table lacks, or the
+                # alphabet stated too narrowly. Only the weakest detector (a secret word nearby,
+                # prose and log glue) is vetoed; an assignment to a key's name still reports.
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                continue
+            if random_token(tok.rstrip(b"=")):
                 out.setdefault((a, b, "veto"), Hit(a, b, m.group(1), "", True))
     return list(out.values())
 
