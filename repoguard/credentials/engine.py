@@ -102,9 +102,8 @@ class Engine:
                                                   tags=d.tags, source="structural", priority=d.priority),
                                         confirm=None, path_re=None, allow=()) for d in self.detectors]
         # Per-hit rules of a detector (`Hit.rule`): the vendor-keyword rows.
-        self._hit_compiled = {r.id: _Compiled(rule=r, confirm=None, path_re=None,
-                                              allow=tuple(compile_allowlist(a) for a in r.allowlists))
-                              for d in self.detectors for r in d.rules}
+        self._rule_for = [d.rule_for for d in self.detectors if d.rule_for is not None]
+        self._hit_compiled: dict[str, _Compiled] = {}  # filled on a rule's first hit
         # Detectors without trigger literals run wherever their prefilter matched.
         self._untriggered = [j for j, d in enumerate(self.detectors) if not d.triggers and d.prefilter]
         self.rules = [r for r in ruleset.rules]
@@ -286,7 +285,7 @@ class Engine:
                 if h.veto:  # h.rule: the one rule vetoed, or "" for every rule of VETOED
                     vetoes.append((h.start, h.end, h.rule))
                     continue
-                hc = self._hit_compiled.get(h.rule, c) if h.rule else c
+                hc = self._hit_compiled.get(h.rule) or self._compile_hit_rule(h.rule, c) if h.rule else c
                 spans.append((hc, h.start, h.end, h.start, h.end, h.secret))
         if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
             spans = [sp for sp in spans if sp[0].rule.id not in VETOED
@@ -313,6 +312,14 @@ class Engine:
         out.sort(key=lambda f: (f.start, f.rule_id))
         _set_lines(data, out)
         return out
+
+    def _compile_hit_rule(self, rule_id: str, default: _Compiled) -> _Compiled:
+        r = next((r for f in self._rule_for if (r := f(rule_id)) is not None), None)
+        if r is None:
+            return default
+        c = self._hit_compiled[rule_id] = _Compiled(rule=r, confirm=None, path_re=None,
+                                                    allow=tuple(compile_allowlist(a) for a in r.allowlists))
+        return c
 
     def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str],
                                                 dict[int, list[int]]]:

@@ -46,7 +46,8 @@ def rules_dir() -> Path:
 
 
 def default_rule_files() -> list[Path]:
-    return sorted(rules_dir().glob("*.toml"))
+    """The default rule files: `rules/*.toml` but the vendor-keyword table (credentials.vendor_table)."""
+    return sorted(p for p in rules_dir().glob("*.toml") if p.name != "vendor_keywords.toml")
 
 
 def _strs(value, where: str, key: str) -> tuple[str, ...]:

@@ -19,9 +19,11 @@ row of that alias is generic or says `veto = false`.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from repoguard.core.errors import InputError
 
@@ -39,8 +41,7 @@ ALPHABETS = {
 TABLE = "vendor_keywords.toml"
 
 
-@dataclass(frozen=True)
-class VendorRow:
+class VendorRow(NamedTuple):
     """One credential format of one vendor (see the module docstring). `cls` is the regex class
     body of a value character ("" for a generic row); `lo`/`hi` the value's length after the prefix."""
 
@@ -122,10 +123,26 @@ def load_vendor_table(path: str | Path) -> tuple[VendorRow, ...]:
 
 @functools.lru_cache(maxsize=1)
 def default_vendor_table() -> tuple[VendorRow, ...]:
-    """The rows of `rules/vendor_keywords.toml` (empty when the rules directory has none)."""
+    """The rows of `rules/vendor_keywords.toml` (empty when the rules directory has none). Every
+    scanning process loads them: the validated rows are cached as JSON in the user cache directory,
+    keyed by the file's SHA-256 (parsing the TOML costs more than the rest of the start-up)."""
     from repoguard.credentials.rules import rules_dir
     try:
         path = rules_dir() / TABLE
     except InputError:
         return ()
-    return load_vendor_table(path) if path.is_file() else ()
+    if not path.is_file():
+        return ()
+    raw = path.read_bytes()
+    from repoguard.core.artefacts import atomic_write_bytes, user_cache_dir
+    cache = Path(user_cache_dir()) / f"vendors-{hashlib.sha256(raw).hexdigest()[:24]}.json"
+    try:
+        return tuple(VendorRow(d[0], d[1], tuple(d[2]), *d[3:]) for d in json.loads(cache.read_bytes()))
+    except Exception:  # missing or damaged cache: parse the TOML
+        pass
+    rows = load_vendor_table(path)
+    try:
+        atomic_write_bytes(str(cache), json.dumps([list(r) for r in rows]).encode())
+    except OSError:
+        pass
+    return rows

@@ -28,8 +28,8 @@ class Detector:
     keeps when this detector and a rule or another detector claim one span (levels in
     `credentials.priority`; lower wins). `prefilter`: b"" for none, else a regex whose match
     ends `find` takes as its third argument. A detector with a prefilter and no `triggers` runs
-    wherever its prefilter matched. `rules`: per-hit rules (`Hit.rule`), each with its own id,
-    description, tags and allowlists (the vendor-keyword table: one rule per vendor row)."""
+    wherever its prefilter matched. `rule_for(id)`: the per-hit rule named by `Hit.rule`, with its
+    own id, description, tags and allowlists (the vendor-keyword table: one rule per vendor row)."""
 
     id: str
     description: str
@@ -38,7 +38,7 @@ class Detector:
     tags: tuple[str, ...] = ("structural",)
     priority: int = STRUCTURAL
     prefilter: bytes = b""
-    rules: tuple[Rule, ...] = ()
+    rule_for: Callable[[str], Rule | None] | None = None
 
 
 def first_group(m) -> int:

@@ -38,6 +38,7 @@ _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
 _DIGITS = frozenset(b"0123456789")
+_DIGIT_BYTES = b"0123456789"
 # A generic row's value, and a veto candidate: a token of 16–128 characters (base64 padding last).
 _TOKEN = re.compile(rb"(?<![A-Za-z0-9+/_.~-])([A-Za-z0-9][A-Za-z0-9+/_~.-]{14,126}[A-Za-z0-9]={0,2})"
                     rb"(?![A-Za-z0-9+/=_.~-])")
@@ -108,31 +109,48 @@ class _Table:
         for r in rows:
             for a in r.aliases:
                 self.by_alias.setdefault(a.encode(), []).append(r)
-        self.lengths = sorted({len(a) for a in self.by_alias}, reverse=True)
-        shapes: dict[tuple, re.Pattern] = {}
-        self.shape = {}
-        for r in rows:
-            if not r.generic:
-                key = (r.prefix, r.cls, r.lo, r.hi, r.alphabet)
-                if key not in shapes:
-                    shapes[key] = _shape(r)
-                self.shape[r.id] = shapes[key]
+        self.by_tail: dict[bytes, list[bytes]] = {}  # last 3 bytes → aliases, longest first
+        for a in sorted(self.by_alias, key=len, reverse=True):
+            self.by_tail.setdefault(a[-3:], []).append(a)
+        self._shapes: dict[tuple, re.Pattern] = {}  # compiled on first use: most rows never see a window
+        # aliases with a row whose value may lack a digit (40 characters or more)
+        self.long = {a: any(not r.generic and r.hi >= 40 for r in rs) for a, rs in self.by_alias.items()}
         self.vetoing = {a: all(not r.generic and r.veto for r in rs) for a, rs in self.by_alias.items()}
         alts = b"|".join(re.escape(a.decode()).encode() for a in sorted(self.by_alias, key=len, reverse=True))
         self.prefilter = b"(?:" + alts + b")" if alts else b""
-        self.re2 = re2.compile(b"(?i)" + self.prefilter) if alts else None
-        self.rules = tuple(Rule(id=r.rule_id, description=f"{r.vendor} (keyword-anchored)", regex=None,
-                                tags=TAGS + (NAME_ONLY,) * r.generic, source=f"rules/vendor_keywords.toml ({r.source})" if r.source
-                                else "rules/vendor_keywords.toml", priority=STRUCTURAL) for r in rows)
+        self._re2 = None  # the RE2 backend's alias search, compiled on first use
+        self.by_rule_id = {r.rule_id: r for r in rows}
+        self._rules: dict[str, Rule] = {}
+
+    def rule_for(self, rule_id: str) -> Rule | None:
+        """The finding rule of a row (`<id>-keyword`), built on its first hit."""
+        rule = self._rules.get(rule_id)
+        if rule is None and rule_id in self.by_rule_id:
+            r = self.by_rule_id[rule_id]
+            rule = self._rules[rule_id] = Rule(
+                id=r.rule_id, description=f"{r.vendor} (keyword-anchored)", regex=None,
+                tags=TAGS + (NAME_ONLY,) * r.generic, priority=STRUCTURAL,
+                source=f"rules/vendor_keywords.toml ({r.source})" if r.source else "rules/vendor_keywords.toml")
+        return rule
+
+    def shape(self, row: VendorRow) -> re.Pattern:
+        key = (row.prefix, row.cls, row.lo, row.hi, row.alphabet)
+        rx = self._shapes.get(key)
+        if rx is None:
+            rx = self._shapes[key] = _shape(row)
+        return rx
+
+    def alias_re2(self):
+        if self._re2 is None:
+            self._re2 = re2.compile(b"(?i)" + self.prefilter)
+        return self._re2
 
     def alias_at(self, data: bytes, e: int) -> bytes | None:
         """The longest alias ending at `e` that starts a word and is not a longer word's start."""
-        for n in self.lengths:
+        for a in self.by_tail.get(data[max(0, e - 3):e].lower(), ()):
+            n = len(a)
             s = e - n
-            if s < 0:
-                continue
-            a = data[s:e].lower()
-            if a in self.by_alias:
+            if s >= 0 and data[s:e].lower() == a:
                 if s > 0 and data[s - 1] in _ALPHA:
                     continue
                 if e < len(data) and data[e] in _LOWER and n < 6:
@@ -143,9 +161,9 @@ class _Table:
 
 def _find(table: _Table, data: bytes, path: str, ends=None):
     if ends is None:
-        if table.re2 is None:
+        if not table.prefilter:
             return []
-        ends = [m.end() for m in table.re2.finditer(data)]
+        ends = [m.end() for m in table.alias_re2().finditer(data)]
     out: dict[tuple, Hit] = {}
     n = len(data)
     done: set[tuple[bytes, int]] = set()
@@ -172,10 +190,15 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             continue
         done.add((alias, lo))
         win = data[lo:hi]
+        if not table.long[alias] and win.translate(None, _DIGIT_BYTES) == win:
+            continue  # no digit: nothing a row of this alias accepts or vetoes (`_looks_random`)
+        tokens = None
         accepted: list[tuple[int, int]] = []
         for row in table.by_alias[alias]:
             if row.generic:
-                for m in _TOKEN.finditer(win):
+                if tokens is None:
+                    tokens = list(_TOKEN.finditer(win))
+                for m in tokens:
                     a, b = lo + m.start(1), lo + m.end(1)
                     if a < e and b > s:
                         continue  # the alias itself, or a word holding it
@@ -183,7 +206,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                         out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
                         accepted.append((a, b))
                 continue
-            for m in table.shape[row.id].finditer(win):
+            for m in table.shape(row).finditer(win):
                 a, b = lo + m.start(1), lo + m.end(1)
                 if a < e and b > s:
                     continue
@@ -192,7 +215,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                     accepted.append((a, b))
         if not table.vetoing[alias]:
             continue
-        for m in _TOKEN.finditer(win):
+        for m in tokens if tokens is not None else _TOKEN.finditer(win):
             a, b = lo + m.start(1), lo + m.end(1)
             if (a < e and b > s) or any(x < b and a < y for x, y in accepted):
                 continue
@@ -220,5 +243,5 @@ def find(data: bytes, path: str, ends=None):
 
 DETECTORS = (
     Detector(id="vendor-keyword", description="Vendor credential found by the vendor's name nearby",
-             triggers=(), find=find, tags=TAGS, prefilter=_TABLE.prefilter, rules=_TABLE.rules),
+             triggers=(), find=find, tags=TAGS, prefilter=_TABLE.prefilter, rule_for=_TABLE.rule_for),
 ) if _TABLE.prefilter else ()
