@@ -37,6 +37,8 @@ NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix 
 _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_LOWER_DIGIT = _LOWER | frozenset(b"0123456789")
+_ALNUM = _ALPHA | frozenset(b"0123456789")
 _DIGITS = frozenset(b"0123456789")
 _DIGIT_BYTES = b"0123456789"
 # A generic row's value, and a veto candidate: a token of 16–128 characters (base64 padding last).
@@ -151,10 +153,10 @@ class _Table:
             n = len(a)
             s = e - n
             if s >= 0 and data[s:e].lower() == a:
-                if s > 0 and data[s - 1] in _ALPHA:
-                    continue
-                if e < len(data) and data[e] in _LOWER and n < 6:
-                    continue  # `boxes`, `mux` of `muxer`: a short alias must end the word
+                if s > 0 and data[s - 1] in _ALNUM:
+                    continue  # inside a word or a base64 run
+                if e < len(data) and data[e] in (_LOWER_DIGIT if n < 6 else _LOWER):
+                    continue  # `boxes`, `mux` of `muxer`: an alias must end the word (or camelCase)
                 return a
         return None
 
