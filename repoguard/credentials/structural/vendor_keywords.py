@@ -12,7 +12,8 @@ the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: cre
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
 is returned as a veto span (for `generic-keyword-context` only when the token has a common key
-shape, `keyword_context.common_key_shape`: maybe a format the table lacks); the engine drops `generic-api-key` / `generic-keyword-context` /
+shape, `keyword_context.common_key_shape`: maybe a format the table lacks); next to a name-only
+vendor, a token without a common key shape is vetoed for `generic-keyword-context`; the engine drops `generic-api-key` / `generic-keyword-context` /
 `generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
 """
 from __future__ import annotations
@@ -215,8 +216,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 if _looks_random(m.group(1), row) and not (row.alphabet == "uuid" and _identifier(data, a)):
                     out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
                     accepted.append((a, b))
-        if not table.vetoing[alias]:
-            continue
+        full = table.vetoing[alias]
         for m in tokens if tokens is not None else _TOKEN.finditer(win):
             a, b = lo + m.start(1), lo + m.end(1)
             if (a < e and b > s) or any(x < b and a < y for x, y in accepted):
@@ -224,6 +224,10 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             if _PASSWORD.search(data[max(0, a - 24):a]):
                 continue  # a password next to the vendor's name is still a password
             tok = m.group(1)
+            if not full:  # a name-only vendor: its value has a common key shape, or it is no key
+                if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
+                    out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                continue
             if _generic_ok(data, a, tok):
                 # A common key shape the rows reject: perhaps a format the table lacks, or the
                 # alphabet stated too narrowly. Only the weakest detector (a secret word nearby,
