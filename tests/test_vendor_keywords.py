@@ -205,3 +205,13 @@ def test_whole_engine_recall_and_fp_on_generated_set(engine):
         assert h / n >= 0.9, (fam, by[fam])
     for fam in ("neg-placeholder", "neg-framework", "neg-conn-placeholder", "neg-jenkins"):
         assert by[fam][1] == 0, (fam, by[fam])
+
+
+def test_sarif_names_the_vendor_row(engine):
+    import json
+
+    from repoguard.credentials.report import to_sarif
+    fs = engine.scan(b"datadog token - '9f4e2b7c1d8a3f6e0b5c9d2a7e4f1b8c'", "app.log")
+    (rule,) = json.loads(to_sarif(fs, {}, load_rules()))["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["shortDescription"]["text"] == "Datadog API key (keyword-anchored)"
+    assert "keyword-anchored" in rule["properties"]["tags"] and rule["properties"]["precision"] == "medium"
