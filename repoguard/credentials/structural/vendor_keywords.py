@@ -93,14 +93,16 @@ def _identifier(data: bytes, s: int) -> bool:
     return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
 
 
-def _generic_ok(data: bytes, s: int, value: bytes) -> bool:
-    if not common_key_shape(value):
-        return False
-    if data[s - 1:s] in (b"/", b"#", b"@", b"?", b"&", b"%"):
+def _generic_value(value: bytes) -> bool:
+    """A name-only row's value test on the value alone: a common key shape, no git object id, random."""
+    return common_key_shape(value) and not _HEX40.fullmatch(value) and random_token(value.rstrip(b"="))
+
+
+def _generic_ok(data: bytes, s: int, value: bytes, memo: dict | None = None) -> bool:
+    ok = _memo(memo, "*", value, lambda: _generic_value(value)) if memo is not None else _generic_value(value)
+    if not ok or data[s - 1:s] in (b"/", b"#", b"@", b"?", b"&", b"%"):
         return False  # a path segment, fragment, URL parameter or an e-mail's domain part
-    if _HEX40.fullmatch(value) or _DIGEST_BEFORE.search(data[max(0, s - 16):s]) or _identifier(data, s):
-        return False
-    return random_token(value.rstrip(b"="))
+    return not (_DIGEST_BEFORE.search(data[max(0, s - 16):s]) or _identifier(data, s))
 
 
 class _Table:
@@ -162,14 +164,13 @@ class _Table:
         return None
 
 
-def _find(table: _Table, data: bytes, path: str, ends=None):
-    if ends is None:
-        if not table.prefilter:
-            return []
-        ends = [m.end() for m in table.alias_re2().finditer(data)]
-    out: dict[tuple, Hit] = {}
+def _windows(table: _Table, data: bytes, ends) -> list[tuple[bytes, int, int, list[tuple[int, int]]]]:
+    """(alias, window start, window end, the alias's spans in it): `DIST` bytes either side of
+    each occurrence (at most one line break away, widened to whole tokens); overlapping windows of
+    one alias are merged, so a text repeating a vendor's name is read once, in linear time."""
     n = len(data)
-    done: set[tuple[bytes, int]] = set()
+    open_: dict[bytes, list] = {}
+    out = []
     for e in sorted(set(ends)):
         alias = table.alias_at(data, e)
         if alias is None:
@@ -189,38 +190,62 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             lo -= 1
         while hi < n and data[hi] in _TOKCH:
             hi += 1
-        if (alias, lo) in done:
+        w = open_.get(alias)
+        if w is not None and lo <= w[2]:
+            w[2] = max(w[2], hi)
+            w[3].append((s, e))
             continue
-        done.add((alias, lo))
+        w = open_[alias] = [alias, lo, hi, [(s, e)]]
+        out.append(w)
+    return [tuple(w) for w in out]
+
+
+def _memo(memo: dict, key: str, value: bytes, test) -> bool:
+    k = (key, value)
+    r = memo.get(k)
+    if r is None:
+        r = memo[k] = test()
+    return r
+
+
+def _find(table: _Table, data: bytes, path: str, ends=None):
+    if ends is None:
+        if not table.prefilter:
+            return []
+        ends = [m.end() for m in table.alias_re2().finditer(data)]
+    out: dict[tuple, Hit] = {}
+    memo: dict[tuple[str, bytes], bool] = {}  # a value repeated in one text is judged once
+    for alias, lo, hi, spans in _windows(table, data, ends):
         win = data[lo:hi]
         if not table.long[alias] and win.translate(None, _DIGIT_BYTES) == win:
             continue  # no digit: nothing a row of this alias accepts or vetoes (`_looks_random`)
+        names = bytearray(hi - lo)  # 1 where the alias stands: no value may overlap it
+        for s, e in spans:
+            names[s - lo:e - lo] = b"\x01" * (e - s)
+        taken = bytearray(hi - lo)  # 1 where a row accepted a value
         tokens = None
-        accepted: list[tuple[int, int]] = []
         for row in table.by_alias[alias]:
             if row.generic:
                 if tokens is None:
                     tokens = list(_TOKEN.finditer(win))
-                for m in tokens:
-                    a, b = lo + m.start(1), lo + m.end(1)
-                    if a < e and b > s:
-                        continue  # the alias itself, or a word holding it
-                    if _generic_ok(data, a, m.group(1)):
-                        out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
-                        accepted.append((a, b))
-                continue
-            for m in table.shape(row).finditer(win):
-                a, b = lo + m.start(1), lo + m.end(1)
-                if a < e and b > s:
-                    continue
-                if _looks_random(m.group(1), row) and not (row.alphabet == "uuid" and _identifier(data, a)):
-                    out.setdefault((a, b), Hit(a, b, m.group(1), row.rule_id))
-                    accepted.append((a, b))
+                found = ((m.start(1), m.end(1), m.group(1)) for m in tokens)
+                ok = lambda a, v: _generic_ok(data, a, v, memo)  # noqa: E731
+            else:
+                found = ((m.start(1), m.end(1), m.group(1)) for m in table.shape(row).finditer(win))
+                ok = (lambda row: lambda a, v: _memo(memo, row.id, v, lambda: _looks_random(v, row)) and not (
+                    row.alphabet == "uuid" and _identifier(data, a)))(row)
+            for a, b, v in found:
+                if names.find(1, a, b) >= 0:
+                    continue  # the alias itself, or a word holding it
+                if ok(lo + a, v):
+                    out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
+                    taken[a:b] = b"\x01" * (b - a)
         full = table.vetoing[alias]
         for m in tokens if tokens is not None else _TOKEN.finditer(win):
-            a, b = lo + m.start(1), lo + m.end(1)
-            if (a < e and b > s) or any(x < b and a < y for x, y in accepted):
+            a, b = m.start(1), m.end(1)
+            if names.find(1, a, b) >= 0 or taken.find(1, a, b) >= 0:
                 continue
+            a, b = lo + a, lo + b
             if _PASSWORD.search(data[max(0, a - 24):a]):
                 continue  # a password next to the vendor's name is still a password
             tok = m.group(1)
@@ -228,14 +253,14 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
                     out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
-            if _generic_ok(data, a, tok):
+            if _generic_ok(data, a, tok, memo):
                 # A common key shape the rows reject: perhaps a format the table lacks, or the
                 # alphabet stated too narrowly. Only the weakest detector (a secret word nearby,
                 # prose and log glue) is vetoed; an assignment to a key's name still reports.
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
-            if random_token(tok.rstrip(b"=")):
-                out.setdefault((a, b, "veto"), Hit(a, b, m.group(1), "", True))
+            if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
     return list(out.values())
 
 
