@@ -16,7 +16,7 @@ from repoguard.credentials.structural import all_detectors
 
 GH = "ghp_" + "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7"   # fake, format-valid (36 after prefix)
 GH2 = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
-PG = "postgresql://app:" + "Xk9-fakepw@db/x"
+PG = "postgresql://app:" + "Xk9-qzvpw7@db/x"
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_decoding_depth_is_limited(engine):
 def test_redact_replaces_every_secret_and_nothing_else():
     text = f'# config\nA = "{GH}"\nB = "{GH2}"\nDB = "{PG}"\nok = 1\n'
     out, findings = redact(text, "svc/config.py")
-    assert GH not in out and GH2 not in out and "Xk9-fakepw" not in out
+    assert GH not in out and GH2 not in out and "Xk9-qzvpw7" not in out
     assert out.count("<REDACTED:github-pat>") == 2
     assert "<REDACTED:database-connection-string-password>" in out
     assert out.startswith("# config\nA = \"<REDACTED") and out.endswith("ok = 1\n")

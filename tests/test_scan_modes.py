@@ -16,13 +16,13 @@ from conftest import git
 
 GH = "ghp_" + "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7"   # fake, format-valid
 SL = "xoxb-" + "739218465093-5820147396281-" + "a0B1c2D3e4F5g6H7i8J9k0L1"
-PG = "postgresql://app:" + "Xk9-fakepw@db.internal/app"
+PG = "postgresql://app:" + "Xk9-qzvpw7@db.internal/app"
 
 
 def scan(capsys, *args: str) -> tuple[int, str, str]:
     rc = main(["scan", "--jobs", "1", *args])
     out, err = capsys.readouterr()
-    for secret in (GH, SL, "Xk9-fakepw"):
+    for secret in (GH, SL, "Xk9-qzvpw7"):
         assert secret not in out and secret not in err, "a secret was printed"
     return rc, out, err
 

@@ -41,6 +41,7 @@ from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
                                               literal_prefixes, max_width)
 from repoguard.credentials.structural import all_detectors
+from repoguard.credentials.structural.placeholders import is_placeholder
 from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
@@ -52,7 +53,10 @@ ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
 _CACHE_VERSION = 4
-_CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
+_CONTEXT = 4096
+# Generic key/token rules whose candidates a vendor-keyword veto removes (never the password rules:
+# a password next to a vendor's name is still a password).
+VETOED = frozenset(("generic-api-key", "generic-keyword-context", "generic-hex-secret"))  # bytes of a line kept around a match for line-target allowlists and markers
 
 
 @dataclass
@@ -97,6 +101,11 @@ class Engine:
         self._det_compiled = [_Compiled(rule=Rule(id=d.id, description=d.description, regex=None,
                                                   tags=d.tags, source="structural", priority=d.priority),
                                         confirm=None, path_re=None, allow=()) for d in self.detectors]
+        # Per-hit rules of a detector (`Hit.rule`): the vendor-keyword rows.
+        self._rule_for = [d.rule_for for d in self.detectors if d.rule_for is not None]
+        self._hit_compiled: dict[str, _Compiled] = {}  # filled on a rule's first hit
+        # Detectors without trigger literals run wherever their prefilter matched.
+        self._untriggered = [j for j, d in enumerate(self.detectors) if not d.triggers and d.prefilter]
         self.rules = [r for r in ruleset.rules]
         self.compiled: list[_Compiled] = []
         for r in self.rules:
@@ -259,7 +268,10 @@ class Engine:
             if c.path_re is not None and not c.path_re.search(path):
                 continue
             spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
-        for j in sorted({j for k in present for j in self._kw_detectors.get(k, ())}):
+        vetoes: list[tuple[int, int, str]] = []
+        wanted = {j for k in present for j in self._kw_detectors.get(k, ())}
+        wanted.update(j for j in self._untriggered if self.hs_db is None or j in det_ends)
+        for j in sorted(wanted):
             c, d = self._det_compiled[j], self.detectors[j]
             if not d.prefilter:
                 found = d.find(data, path)
@@ -270,7 +282,14 @@ class Engine:
             else:
                 continue  # its prefilter did not match: nothing to find
             for h in found:
-                spans.append((c, h.start, h.end, h.start, h.end, h.secret))
+                if h.veto:  # h.rule: the one rule vetoed, or "" for every rule of VETOED
+                    vetoes.append((h.start, h.end, h.rule))
+                    continue
+                hc = self._hit_compiled.get(h.rule) or self._compile_hit_rule(h.rule, c) if h.rule else c
+                spans.append((hc, h.start, h.end, h.start, h.end, h.secret))
+        if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
+            spans = [sp for sp in spans if sp[0].rule.id not in VETOED
+                     or not any(a < sp[4] and sp[3] < b and rid in ("", sp[0].rule.id) for a, b, rid in vetoes)]
         kept: list[Finding] = []
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))
@@ -293,6 +312,14 @@ class Engine:
         out.sort(key=lambda f: (f.start, f.rule_id))
         _set_lines(data, out)
         return out
+
+    def _compile_hit_rule(self, rule_id: str, default: _Compiled) -> _Compiled:
+        r = next((r for f in self._rule_for if (r := f(rule_id)) is not None), None)
+        if r is None:
+            return default
+        c = self._hit_compiled[rule_id] = _Compiled(rule=r, confirm=None, path_re=None,
+                                                    allow=tuple(compile_allowlist(a) for a in r.allowlists))
+        return c
 
     def _candidates(self, data: bytes) -> tuple[dict[int, list[int]], list[tuple[str, int]], set[str],
                                                 dict[int, list[int]]]:
@@ -418,8 +445,11 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
-        if self._vendor_prefixes and r.priority >= GENERIC and secret.startswith(self._vendor_prefixes):
+        if self._vendor_prefixes and (r.priority >= GENERIC or "name-only" in r.tags) \
+                and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
+        if r.placeholder and is_placeholder(secret, min_len=3):
+            return None
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None

@@ -49,10 +49,12 @@ def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
     used = sorted({f.rule_id for f in findings})
     by_id = ruleset.by_id()
     from repoguard.credentials.structural import all_detectors
-    desc_of = {d.id: d.description for d in all_detectors()}
+    dets = all_detectors()
+    desc_of = {d.id: d.description for d in dets}
     rules = []
     for rid in used:
-        r = by_id.get(rid)
+        # a rule file's rule, or a detector's per-hit rule (the vendor-keyword rows: `<row>-keyword`)
+        r = by_id.get(rid) or next((x for d in dets if d.rule_for and (x := d.rule_for(rid))), None)
         desc = (r.description if r else desc_of.get(rid, "")) or rid
         rules.append({
             "id": rid, "name": rid,
@@ -63,7 +65,8 @@ def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
                      "markdown": f"**{rid}**: {desc}"},
             "defaultConfiguration": {"level": "error"},
             "properties": {"tags": ["security", "secret", *(r.tags if r else ())],
-                           "security-severity": "8.0", "precision": "high"},
+                           "security-severity": "8.0",
+                           "precision": "medium" if r and "keyword-anchored" in r.tags else "high"},
         })
     index = {rid: i for i, rid in enumerate(used)}
     results = []

@@ -75,6 +75,7 @@ class Rule:
     source: str = ""
     checksum: str = ""
     priority: int | None = None
+    placeholder: bool = False  # reject values `placeholders.is_placeholder` calls placeholders
 
     def __post_init__(self) -> None:
         if self.priority is None:

@@ -10,7 +10,8 @@ secret|match|line, `stopwords`, `paths`, `commits`, `condition` = OR|AND). Globa
 repoguard's own extensions, ignored by gitleaks: `tps`/`fps` (true/false positive examples that
 tests replay; for a path-only rule, one without `regex`, they are file paths) and `window` (bytes
 of context a match can span, for multi-line rules) and `checksum` (a named check of the token's
-own checksum, credentials.checksums: the finding records valid/invalid).
+own checksum, credentials.checksums: the finding records valid/invalid) and `placeholder = true`
+(the structural detectors' placeholder test on the secret: `YOUR_PASSWORD`, `mypassword`, `${X}`).
 
 A user's gitleaks config loads with `load_rules(rule_files=[FILE], use_default=False)`; its
 `[extend] useDefault = true` adds ours (and `disabledRules` drops some of ours).
@@ -45,7 +46,8 @@ def rules_dir() -> Path:
 
 
 def default_rule_files() -> list[Path]:
-    return sorted(rules_dir().glob("*.toml"))
+    """The default rule files: `rules/*.toml` but the vendor-keyword table (credentials.vendor_table)."""
+    return sorted(p for p in rules_dir().glob("*.toml") if p.name != "vendor_keywords.toml")
 
 
 def _strs(value, where: str, key: str) -> tuple[str, ...]:
@@ -118,6 +120,9 @@ def _rule(d: dict, where: str) -> Rule:
     from repoguard.credentials.checksums import CHECKSUMS
     if checksum and checksum not in CHECKSUMS:
         raise InputError(f"{here}: unknown `checksum` {checksum!r} (known: {', '.join(sorted(CHECKSUMS))})")
+    placeholder = d.get("placeholder", False)
+    if not isinstance(placeholder, bool):
+        raise InputError(f"{here}: `placeholder` must be true or false")
     window = d.get("window", DEFAULT_WINDOW)
     if not isinstance(window, int) or not 16 <= window <= 1 << 20:
         raise InputError(f"{here}: `window` must be an integer in [16, 1048576]")
@@ -128,7 +133,7 @@ def _rule(d: dict, where: str) -> Rule:
         path=path, tags=_strs(d.get("tags"), here, "tags"),
         allowlists=tuple(_allowlist(a, here) for a in raw_al), window=window,
         tps=_strs(d.get("tps"), here, "tps"), fps=_strs(d.get("fps"), here, "fps"), source=where,
-        checksum=str(checksum),
+        checksum=str(checksum), placeholder=placeholder,
     )
 
 

@@ -6,7 +6,8 @@ as `test_*.py`, `*_test.go`, `*.spec.ts`, `README.md`, `.env.example`) and, for 
 files, the surrounding line (`example`, `dummy`, `fake`, `sample`... mark a sample value).
 
 `severity(rule_id, source, location, checksum)` → `critical` (private keys), `high` (a vendor
-token or a structural credential in source or config), `medium` (generic rules), one step lower in
+token or a structural credential in source or config), `medium` (generic rules, and keyword-anchored
+vendor values: `rules/vendor_keywords.toml`, found only by the vendor's name nearby), one step lower in
 tests, fixtures, docs and examples, and `low` whatever the rule when the token's own checksum
 fails (a hand-made sample). SARIF `level`: critical/high → error, medium → warning, low → note.
 """
@@ -62,8 +63,9 @@ def severity(rule_id: str, source: str, where: str, checksum: str = "") -> str:
         return "low"
     if "private-key" in rule_id or rule_id.endswith(("-private-key", "-private-key-block")):
         base = 0
-    elif rule_id.startswith("generic") or source.endswith("generic.toml"):
-        base = 2
+    elif rule_id.startswith("generic") or source.endswith("generic.toml") \
+            or "vendor_keywords.toml" in source:
+        base = 2  # generic rules, and vendor values found only by the vendor's name nearby
     else:
         base = 1
     if checksum == "valid":

@@ -5,14 +5,21 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from repoguard.credentials.priority import STRUCTURAL
+from repoguard.credentials.rule_types import Rule
 
 
 class Hit(NamedTuple):
-    """A secret found by a detector: `start`/`end` are byte offsets of the value in the text."""
+    """A secret found by a detector: `start`/`end` are byte offsets of the value in the text.
+    `rule`: the id of one of the detector's `rules` the hit is reported under ("" for the
+    detector's own id). `veto`: not a finding but a span the detector rejected on purpose (a
+    vendor-named value of the wrong shape): the engine drops generic findings overlapping it (those of
+    `rule` only, when a veto names one)."""
 
     start: int
     end: int
     secret: bytes
+    rule: str = ""
+    veto: bool = False
 
 
 @dataclass(frozen=True)
@@ -20,7 +27,9 @@ class Detector:
     """A structural detector (see the module docstring). `priority`: which finding the engine
     keeps when this detector and a rule or another detector claim one span (levels in
     `credentials.priority`; lower wins). `prefilter`: b"" for none, else a regex whose match
-    ends `find` takes as its third argument."""
+    ends `find` takes as its third argument. A detector with a prefilter and no `triggers` runs
+    wherever its prefilter matched. `rule_for(id)`: the per-hit rule named by `Hit.rule`, with its
+    own id, description, tags and allowlists (the vendor-keyword table: one rule per vendor row)."""
 
     id: str
     description: str
@@ -29,6 +38,7 @@ class Detector:
     tags: tuple[str, ...] = ("structural",)
     priority: int = STRUCTURAL
     prefilter: bytes = b""
+    rule_for: Callable[[str], Rule | None] | None = None
 
 
 def first_group(m) -> int:

@@ -78,6 +78,7 @@ SHAPE = (_KW + rb"[a-z0-9_.-]{0,30}(?:" + ASSIGN.encode()
          + rb"|[\\\"'`\])]{0,3}" + _WS + rb"(?:=>|:=|=|:|,|\(|>|[ \t]|\r?\n)" + _WS
          + rb"(?:\r?\n" + _WS + rb")?[\\\"'`(\[]{0,3}" + _WS
          + rb"|[-_.]|[\"']" + _WS1 + b"value" + _WS + b"=" + _WS + rb"[\"']|" + _TF
+         + rb"|" + _WS1 + rb"-{1,2}" + _WS1 + rb"[\"'`]?"
          + rb")(?:[a-z]{2,16}" + _WS1 + rb"){0,2}[a-z+/_=~.-]{0,24}[0-9]")
 # Bytes before a SHAPE match end where the match can start (all its characters are ASCII): the
 # RE2 search window before each end the prefilter reports.
@@ -103,7 +104,8 @@ _HEX = frozenset(b"0123456789abcdefABCDEF-")
 _NOT_SECRET = tuple(
     b"keyword keyboard keyfram keycode keypress keydown keyup keystroke keyspace keyval keyerror "
     b"keypath keyserver keyid monkey turkey hockey donkey jockey whiskey author tokeniz tiktoken "
-    b"accessor accessib accesslog privatemode passthrough passage bypass".split())
+    b"accessor accessib accesslog privatemode passthrough passage bypass "
+    b"csrf xsrf requestverificationtoken".split())  # anti-forgery form tokens (csrfmiddlewaretoken)
 # A name ending in one of these words holds something else than the secret itself.
 _NOT_VALUE = frozenset(
     b"id ids uuid guid name names url urls uri uris host hostname domain endpoint endpoints path "
@@ -122,6 +124,9 @@ _NOT_CREDENTIAL = frozenset(
     b"xsrf sync nonce correlation trace request etag i18n translation registry entry column "
     b"property prop metric label event sequence resume ssh gpg pgp host known recv authenticity "
     b"spreadsheet sheet document doc".split())  # a Google Sheets `spreadsheet_key` is a document id
+# A log line's level marker: there a bare `Key=`/`key:` names a credential, not a mapping's key.
+_LOG_LINE = re.compile(rb"\[(?i:debug|info|warn|warning|error|trace|fatal)\]|\b(?:DEBUG|INFO|WARN|WARNING|ERROR|TRACE|FATAL)\b"
+                       rb"|level=")
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
@@ -134,7 +139,8 @@ _CONSONANTS5 = re.compile(rb"[^aeiouy]{5}")
 _NAME_SEPS = re.compile(rb"[_.-]+")
 _B64_TEXT = re.compile(rb"[A-Za-z0-9+/]+={0,2}")
 _MAX_VALUE = 2048  # `random_token` rejects longer values: no scan needs to read past one
-_HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic"))
+# Words between a secret's name and its value: `api key <v>`, prose `your token is <v>`.
+_HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic", b"is", b"was"))
 
 # Published, non-secret values (SHA-256 of each), in order: OpenSSL's FIPS module integrity key
 # (FIPS_KEY_STRING in fipskey.h, the same in every build); the Azure Storage emulator's account
@@ -253,6 +259,20 @@ def _decodes_to_text(tok: bytes) -> bool:
     return b" " in raw or _identifier_like(bytes(c for c in raw if c in _ALNUM))
 
 
+# The lengths generated API keys come in (16–64 random bytes or characters, hex, base62 or base64
+# encoded; a UUID), in one alphabet: hex, alphanumerics, base64url or base64 (no `.` or `~` inside:
+# those join words, versions and paths, not key characters).
+KEY_LENGTHS = frozenset((16, 20, 22, 24, 26, 28, 30, 32, 36, 40, 43, 44, 45, 48, 50, 56, 60, 64,
+                         80, 86, 88, 96, 128))
+_KEY_ALPHABET = re.compile(rb"[0-9A-Za-z_-]+|[0-9A-Za-z+/]+={0,2}")
+
+
+def common_key_shape(tok: bytes) -> bool:
+    """True when `tok` has one of the common key shapes (KEY_LENGTHS, one alphabet): the value
+    test where the evidence around it is weak (prose and log glue, a vendor's name alone)."""
+    return len(tok) in KEY_LENGTHS and _KEY_ALPHABET.fullmatch(tok) is not None
+
+
 def random_token(tok: bytes) -> bool:
     """True when `tok` (token characters only) looks like a generated secret (see the module
     docstring for the tests)."""
@@ -327,8 +347,10 @@ def _namelike(seg: bytes) -> bool:
     return bool(core) and core.isalpha() and len(seg) - len(core) <= 2 and len(seg) <= 32
 
 
-def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None:
-    """(value start, value end, the name before it) for the keyword at data[ks:ke], or None.
+def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] | None:
+    """(value start, value end, the name before it, weak) for the keyword at data[ks:ke], or None.
+    `weak`: the value was joined to its name by a log line's or prose's glue (` - `, ` is `, a
+    log line's bare `Key=`), so it must also have a common key shape (`common_key_shape`).
     A bare `key` assigned a value (`key: v`, `"key": "v"`) is a mapping's key (Kubernetes
     selectors, i18n tables, test vectors), not a credential's name: None."""
     n = len(data)
@@ -339,6 +361,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         return None  # inside a URL path or a base64 blob, or a generated name, not a secret's name
     i, hops = ke, 0
     name_end = ke
+    weak = False
     while True:
         # The rest of a glued name: word segments joined by _ - . (a segment with a digit inside
         # a glued run starts the value: `acme-secret-9f3a...`).
@@ -349,7 +372,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
                 if i > ke and data[i - 1] in b"-_.":
                     e = _value_end(data, i)
                     if e - i >= 16 and random_token(data[i:e]):
-                        return i, e, data[s:name_end]
+                        return i, e, data[s:name_end], weak
                 return None
             i = name_end = j
             if i + 1 < n and data[i] in b"-_." and data[i + 1] in _ALNUM:
@@ -369,6 +392,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
                 pass
             elif c in _OPS or (c == 44 and data[i:i + 1] in (b"'", b'"')):
                 op = True  # `=`, `:`, `=>`; `,` between a quoted name and its value
+            elif c == 45 and data[j - 1:j] in (b" ", b"\t") and data[j + 1:j + 2] in (b" ", b"\t", b"-"):
+                op = weak = True  # a log line's ` - ` (`acme token - 'v'`)
             elif c == 10 and nl == 0:
                 nl = 1
             elif c != 13:
@@ -384,10 +409,12 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
         if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
         if op and data[s:name_end].lower() == b"key":
-            return None
+            if not _LOG_LINE.search(data[max(data.rfind(b"\n", max(0, s - 200), s) + 1, s - 200, 0):s]):
+                return None  # a mapping's bare `key:`; in a log line (`[DEBUG] Using Acme Key=v`) a key
+            weak = True
         e = _value_end(data, j)
         if e - j >= 16 and random_token(data[j:e]):
-            return j, e, data[s:name_end]
+            return j, e, data[s:name_end], weak
         k = _scan_run(data, j, _ALNUM)
         seg = data[j:k]
         if _namelike(seg) and hops < 2:
@@ -396,11 +423,12 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes] | None
             if (not op and (secretish or low in _HOP_AFTER_SPACE)) \
                     or (op and low in (b"bearer", b"basic", b"token")):
                 i, hops = k, hops + 1
+                weak = weak or low in (b"is", b"was")
                 if secretish:
                     name_end = k
                 continue
             return None
-        return j, _value_end(data, j), data[s:name_end]
+        return j, _value_end(data, j), data[s:name_end], weak
 
 
 def _windows(data: bytes, ends: Iterable[int] | None) -> Iterator[tuple[int, int]]:
@@ -438,10 +466,12 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
             km = _KW_RE.match(data, m.start())
             ks, ke = km.start(), km.end()
             lo = pos = ke
+            if data[max(0, ks - 7):ks].lower() in (b'name="_', b"name='_"):
+                continue  # `<input name="_token" value=…>`: a framework's form (CSRF) token (Laravel)
             got = _value_after(data, ks, ke)
             if got is None:
                 continue
-            a, b, name = got
+            a, b, name, weak = got
             after = data[b:b + 64].lstrip(b" \t")[:1]
             if after in (b"(", b"[") or data[b - 3:b] == b"...":
                 continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample
@@ -449,7 +479,7 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
                 b -= 1
             tok = data[a:b]
             if not random_token(tok) or not _name_means_secret(name, data[ks:ke].lower()) \
-                    or _mirrors(name, tok):
+                    or _mirrors(name, tok) or (weak and not common_key_shape(tok)):
                 continue
             yield Hit(a, b, tok)
             lo = pos = b

@@ -1,0 +1,278 @@
+"""Keyword-anchored vendor values: a value of a vendor's documented shape within `DIST` bytes of
+the vendor's name, whatever stands between them (`=`, `:`, ` - `, ` is `, quotes, a log prefix
+such as `[DEBUG] Using Mailgun Key=`, a comment naming the vendor above a call).
+
+The table is data (`rules/vendor_keywords.toml`, credentials.vendor_table). All aliases form one
+caseless alternation, the detector's prefilter, compiled into the engine's single Hyperscan
+database; `find` reads only the windows around the alias ends it reports: `DIST` bytes before the
+alias and after it, widened to whole tokens. In a window, each row of that alias looks for a value
+of its exact shape (prefix, alphabet, length, bounded by characters outside the alphabet) that
+looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit is reported under
+the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
+
+The veto: a random-looking token in the window that no row of a documented-shape alias accepts
+is returned as a veto span (for `generic-keyword-context` only when the token has a common key
+shape, `keyword_context.common_key_shape`: maybe a format the table lacks); next to a name-only
+vendor, a token without a common key shape is vetoed for `generic-keyword-context`; the engine drops `generic-api-key` / `generic-keyword-context` /
+`generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import re2
+
+from repoguard.credentials.entropy import shannon_entropy
+from repoguard.credentials.priority import STRUCTURAL
+from repoguard.credentials.rule_types import Rule
+from repoguard.credentials.structural.base import Detector, Hit
+from repoguard.credentials.structural.keyword_context import common_key_shape, random_token
+from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
+
+DIST = 40  # bytes between the vendor's name and its value (either side)
+TAGS = ("keyword-anchored",)
+CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto that detector only
+NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
+_TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
+_ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_LOWER_DIGIT = _LOWER | frozenset(b"0123456789")
+_ALNUM = _ALPHA | frozenset(b"0123456789")
+_DIGITS = frozenset(b"0123456789")
+_DIGIT_BYTES = b"0123456789"
+# A generic row's value, and a veto candidate: a token of 16–128 characters (base64 padding last).
+_TOKEN = re.compile(rb"(?<![A-Za-z0-9+/_.~-])([A-Za-z0-9][A-Za-z0-9+/_~.-]{14,126}[A-Za-z0-9]={0,2})"
+                    rb"(?![A-Za-z0-9+/=_.~-])")
+_HEX40 = re.compile(rb"[0-9a-f]{40}")  # a git object id
+_PASSWORD = re.compile(rb"(?i)pass|pwd")
+# A digest, not a credential: `--hash=sha256:…`, `"integrity": "sha512-…"`, `commit abc…`.
+_DIGEST_BEFORE = re.compile(rb"(?i)(?:sha[0-9]*|md5|hash|digest|integrity|checksum|etag|commit|rev(?:ision)?)"
+                            rb"[\"' \t:=-]{0,4}$")
+
+
+def _shape(row: VendorRow) -> re.Pattern:
+    """The row's value regex: prefix + class{lo,hi}, bounded by neither class nor alphanumeric
+    characters (a hex key is not cut out of a longer alphanumeric word)."""
+    bound = "0-9A-Za-z" + (row.cls if row.cls not in ("0-9A-Za-z",) else "")
+    if row.alphabet == "uuid":
+        body = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    elif row.alphabet == "base64":
+        body = f"[{row.cls}]{{{row.lo},{row.hi}}}={{0,2}}"
+        bound += "="
+    else:
+        body = f"[{row.cls}]{{{row.lo},{row.hi}}}"
+    return re.compile(f"(?<![{bound}])({re.escape(row.prefix)}{body})(?![{bound}])".encode())
+
+
+def _looks_random(value: bytes, row: VendorRow) -> bool:
+    core = value[len(row.prefix):]
+    if is_placeholder(core):
+        return False
+    if row.alphabet == "digits":
+        return len(set(core)) >= 6 and core not in b"01234567890123456789"
+    if row.alphabet == "uuid":
+        hexes = core.replace(b"-", b"")
+        return len(set(hexes)) >= 8 and shannon_entropy(hexes) >= 3.0
+    if not any(c in _DIGITS for c in core) and len(core) < 40:
+        return False
+    if len(core) >= 16:
+        return random_token(core)
+    s = set(core)
+    size = 16 if s <= set(b"0123456789abcdefABCDEF") else 36 if core in (core.lower(), core.upper()) else 62
+    return any(c in _ALPHA for c in core) and shannon_entropy(core) >= 0.7 * math.log2(min(len(core), size))
+
+
+# The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
+_ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
+                        rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:,(][ \t]{0,4}[\"']?$")
+
+
+def _identifier(data: bytes, s: int) -> bool:
+    return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
+
+
+def _generic_value(value: bytes) -> bool:
+    """A name-only row's value test on the value alone: a common key shape, no git object id, random."""
+    return common_key_shape(value) and not _HEX40.fullmatch(value) and random_token(value.rstrip(b"="))
+
+
+def _generic_ok(data: bytes, s: int, value: bytes, memo: dict | None = None) -> bool:
+    ok = _memo(memo, "*", value, lambda: _generic_value(value)) if memo is not None else _generic_value(value)
+    if not ok or data[s - 1:s] in (b"/", b"#", b"@", b"?", b"&", b"%"):
+        return False  # a path segment, fragment, URL parameter or an e-mail's domain part
+    return not (_DIGEST_BEFORE.search(data[max(0, s - 16):s]) or _identifier(data, s))
+
+
+class _Table:
+    """The compiled table: rows by alias, one shape regex per distinct shape."""
+
+    def __init__(self, rows: tuple[VendorRow, ...]) -> None:
+        self.rows = rows
+        self.by_alias: dict[bytes, list[VendorRow]] = {}
+        for r in rows:
+            for a in r.aliases:
+                self.by_alias.setdefault(a.encode(), []).append(r)
+        self.by_tail: dict[bytes, list[bytes]] = {}  # last 3 bytes → aliases, longest first
+        for a in sorted(self.by_alias, key=len, reverse=True):
+            self.by_tail.setdefault(a[-3:], []).append(a)
+        self._shapes: dict[tuple, re.Pattern] = {}  # compiled on first use: most rows never see a window
+        # aliases with a row whose value may lack a digit (40 characters or more)
+        self.long = {a: any(not r.generic and r.hi >= 40 for r in rs) for a, rs in self.by_alias.items()}
+        self.vetoing = {a: all(not r.generic and r.veto for r in rs) for a, rs in self.by_alias.items()}
+        alts = b"|".join(re.escape(a.decode()).encode() for a in sorted(self.by_alias, key=len, reverse=True))
+        self.prefilter = b"(?:" + alts + b")" if alts else b""
+        self._re2 = None  # the RE2 backend's alias search, compiled on first use
+        self.by_rule_id = {r.rule_id: r for r in rows}
+        self._rules: dict[str, Rule] = {}
+
+    def rule_for(self, rule_id: str) -> Rule | None:
+        """The finding rule of a row (`<id>-keyword`), built on its first hit."""
+        rule = self._rules.get(rule_id)
+        if rule is None and rule_id in self.by_rule_id:
+            r = self.by_rule_id[rule_id]
+            rule = self._rules[rule_id] = Rule(
+                id=r.rule_id, description=f"{r.vendor} (keyword-anchored)", regex=None,
+                tags=TAGS + (NAME_ONLY,) * r.generic, priority=STRUCTURAL,
+                source=f"rules/vendor_keywords.toml ({r.source})" if r.source else "rules/vendor_keywords.toml")
+        return rule
+
+    def shape(self, row: VendorRow) -> re.Pattern:
+        key = (row.prefix, row.cls, row.lo, row.hi, row.alphabet)
+        rx = self._shapes.get(key)
+        if rx is None:
+            rx = self._shapes[key] = _shape(row)
+        return rx
+
+    def alias_re2(self):
+        if self._re2 is None:
+            self._re2 = re2.compile(b"(?i)" + self.prefilter)
+        return self._re2
+
+    def alias_at(self, data: bytes, e: int) -> bytes | None:
+        """The longest alias ending at `e` that starts a word and is not a longer word's start."""
+        for a in self.by_tail.get(data[max(0, e - 3):e].lower(), ()):
+            n = len(a)
+            s = e - n
+            if s >= 0 and data[s:e].lower() == a:
+                if s > 0 and data[s - 1] in _ALNUM:
+                    continue  # inside a word or a base64 run
+                if e < len(data) and data[e] in (_LOWER_DIGIT if n < 6 else _LOWER):
+                    continue  # `boxes`, `mux` of `muxer`: an alias must end the word (or camelCase)
+                return a
+        return None
+
+
+def _windows(table: _Table, data: bytes, ends) -> list[tuple[bytes, int, int, list[tuple[int, int]]]]:
+    """(alias, window start, window end, the alias's spans in it): `DIST` bytes either side of
+    each occurrence (at most one line break away, widened to whole tokens); overlapping windows of
+    one alias are merged, so a text repeating a vendor's name is read once, in linear time."""
+    n = len(data)
+    open_: dict[bytes, list] = {}
+    out = []
+    for e in sorted(set(ends)):
+        alias = table.alias_at(data, e)
+        if alias is None:
+            continue
+        s = e - len(alias)
+        lo, hi = max(0, s - DIST), min(n, e + DIST)
+        # at most one line break between the name and its value (a section header, a comment above)
+        nl = data.find(b"\n", e, hi)
+        if nl >= 0:
+            nl2 = data.find(b"\n", nl + 1, hi)
+            hi = hi if nl2 < 0 else nl2
+        nl = data.rfind(b"\n", lo, s)
+        if nl >= 0:
+            nl2 = data.rfind(b"\n", lo, nl)
+            lo = lo if nl2 < 0 else nl2 + 1
+        while lo > 0 and data[lo - 1] in _TOKCH:
+            lo -= 1
+        while hi < n and data[hi] in _TOKCH:
+            hi += 1
+        w = open_.get(alias)
+        if w is not None and lo <= w[2]:
+            w[2] = max(w[2], hi)
+            w[3].append((s, e))
+            continue
+        w = open_[alias] = [alias, lo, hi, [(s, e)]]
+        out.append(w)
+    return [tuple(w) for w in out]
+
+
+def _memo(memo: dict, key: str, value: bytes, test) -> bool:
+    k = (key, value)
+    r = memo.get(k)
+    if r is None:
+        r = memo[k] = test()
+    return r
+
+
+def _find(table: _Table, data: bytes, path: str, ends=None):
+    if ends is None:
+        if not table.prefilter:
+            return []
+        ends = [m.end() for m in table.alias_re2().finditer(data)]
+    out: dict[tuple, Hit] = {}
+    memo: dict[tuple[str, bytes], bool] = {}  # a value repeated in one text is judged once
+    for alias, lo, hi, spans in _windows(table, data, ends):
+        win = data[lo:hi]
+        if not table.long[alias] and win.translate(None, _DIGIT_BYTES) == win:
+            continue  # no digit: nothing a row of this alias accepts or vetoes (`_looks_random`)
+        names = bytearray(hi - lo)  # 1 where the alias stands: no value may overlap it
+        for s, e in spans:
+            names[s - lo:e - lo] = b"\x01" * (e - s)
+        taken = bytearray(hi - lo)  # 1 where a row accepted a value
+        tokens = None
+        for row in table.by_alias[alias]:
+            if row.generic:
+                if tokens is None:
+                    tokens = list(_TOKEN.finditer(win))
+                found = ((m.start(1), m.end(1), m.group(1)) for m in tokens)
+                ok = lambda a, v: _generic_ok(data, a, v, memo)  # noqa: E731
+            else:
+                found = ((m.start(1), m.end(1), m.group(1)) for m in table.shape(row).finditer(win))
+                ok = (lambda row: lambda a, v: _memo(memo, row.id, v, lambda: _looks_random(v, row)) and not (
+                    row.alphabet == "uuid" and _identifier(data, a)))(row)
+            for a, b, v in found:
+                if names.find(1, a, b) >= 0:
+                    continue  # the alias itself, or a word holding it
+                if ok(lo + a, v):
+                    out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
+                    taken[a:b] = b"\x01" * (b - a)
+        full = table.vetoing[alias]
+        for m in tokens if tokens is not None else _TOKEN.finditer(win):
+            a, b = m.start(1), m.end(1)
+            if names.find(1, a, b) >= 0 or taken.find(1, a, b) >= 0:
+                continue
+            a, b = lo + a, lo + b
+            if _PASSWORD.search(data[max(0, a - 24):a]):
+                continue  # a password next to the vendor's name is still a password
+            tok = m.group(1)
+            if not full:  # a name-only vendor: its value has a common key shape, or it is no key
+                if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
+                    out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                continue
+            if _generic_ok(data, a, tok, memo):
+                # A common key shape the rows reject: perhaps a format the table lacks, or the
+                # alphabet stated too narrowly. Only the weakest detector (a secret word nearby,
+                # prose and log glue) is vetoed; an assignment to a key's name still reports.
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                continue
+            if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
+    return list(out.values())
+
+
+_TABLE = _Table(default_vendor_table())
+
+
+def find(data: bytes, path: str, ends=None):
+    """Keyword-anchored vendor hits (and veto spans) in `data`, near the alias ends `ends`."""
+    return _find(_TABLE, data, path, ends)
+
+
+DETECTORS = (
+    Detector(id="vendor-keyword", description="Vendor credential found by the vendor's name nearby",
+             triggers=(), find=find, tags=TAGS, prefilter=_TABLE.prefilter, rule_for=_TABLE.rule_for),
+) if _TABLE.prefilter else ()
