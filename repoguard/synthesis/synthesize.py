@@ -1,17 +1,22 @@
 """The stage behind `repoguard synth`: OUT/analyze (incidence) + corpus → OUT/synth/.
 
 Order of work, each step seeing only what it may:
-1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending;
-2. texts: public rows (untied, not held out) and private rows (tied, not held out), credentials
-   redacted on the whole file before anything is embedded; held-out rows are never read;
-3. anchors from the public embeddings (`anchors.py`), in the clear;
-4. the T releases of SecretClustering (`clustering.py`), from the private embeddings, with secret
-   randomness (OS entropy; `insecure_reproducible` derives it from `seed`, tests only);
-5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the public ids used
-   in the clear recorded as the run's clear examples, `exposures.py`), appended *before* anything
-   is published;
-6. the rounds (`rounds.run_rounds`) from the releases alone, every synthetic text redacted again
-   (the generator could produce a credential-shaped string of its own), then OUT/synth/ atomically.
+1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending; with the
+   undetected-secret floor on (the default) untied examples get ρ_u and the floor is calibrated
+   as one more secret;
+2. anchors: by default from the generator's own initial samples (`rounds.initial_samples`,
+   data-independent); with `--undetected off` (the paper's mode) from the public (untied)
+   examples in the clear (`anchors.py`);
+3. texts of the counted examples (tied; untied too by default; never held-out ones), credentials
+   redacted on the whole file before anything is embedded;
+4. the T releases of SecretClustering (`clustering.py`), with secret randomness (OS entropy;
+   `insecure_reproducible` derives it from `seed`, tests only);
+5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the floor's
+   account when it is on, and — floor off only — the public ids used in the clear recorded as
+   the run's clear examples, `exposures.py`), appended *before* anything is published;
+6. the rounds (`rounds.run_rounds`) from the releases (and the generator's own samples) alone,
+   every synthetic text redacted again (the generator could produce a credential-shaped string
+   of its own), then OUT/synth/ atomically.
 
 OUT/synth/ (format version 1):
     synthetic.jsonl  {"text", "round", "score", "affinity"} per example, best first
@@ -60,7 +65,7 @@ class SynthOptions:
     seed: int = 0
     insecure_reproducible: bool = False
     show_progress: bool = True
-    undetected: str | None = None      # `--undetected` (None: [defaults] undetected); must resolve to off
+    undetected: str | None = None      # `--undetected` (None: [defaults] undetected); "off": the paper's mode
 
     def check(self) -> None:
         for name in ("n", "rounds", "clusters", "max_length", "max_new_tokens"):
