@@ -575,7 +575,8 @@ def format_table(doc: dict) -> str:
         br = ("≤ 1 (calibrated)" if name == "uniform" and r["bound_ratio_max"] is None else "—"
               if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
         label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
-        rows.append((label, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}" if r.get("sum_w_over_n") is not None else "—", *_cells(r["slices"].get("public")),
+        sw = f"{r['sum_w_over_n']:.3f}" if r.get("sum_w_over_n") is not None else "—"    # synth: none
+        rows.append((label, f"{r['sigma']:.4g}", sw, *_cells(r["slices"].get("public")),
                      *_cells(r["slices"].get("secret-tied")), br, f"{fb:.2g}" if fb is not None else "none",
                      protection_label(r), f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
