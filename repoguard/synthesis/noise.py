@@ -10,8 +10,8 @@ paper's mode) untied examples are public: they build the anchors in the clear an
 
 Weights. The LP of Hush eq. 1 with the Gaussian-DP caps η_j = Φ⁻¹(1−p_j) − Φ⁻¹(1−r_j)
 [SecPE eq. 6] (`planning.weighting`, `cap="gdp"`), over the *private* examples: tied to a secret
-and not held out. Untied examples are public (they build the anchors in the clear) and held-out
-examples never enter (ρ = 0).
+and not held out. Untied examples get ρ_u (floor on) or are public (floor off: they build the
+anchors in the clear); held-out examples never enter (ρ = 0).
 
 Inclusion probabilities. ρ_i = w_i / max_k w_k: Hush's ρ = B·w/Σw at the largest expected count
 B = Σw / max w that keeps every ρ ≤ 1. (The issue writes ρ_i = w_i / (max w · Σw); read literally
