@@ -324,7 +324,7 @@ def _summary(plan, noise, inc, opts, *, run_id, ledger_head, mode, anchors, rel,
         "anchors": "generated" if rel.initial is not None else "public (in the clear)",
         "inputs": {"public_examples": rel.n_public, "private_examples_counted": rel.n_private,
                    "untied_examples_counted": rel.n_untied, "untied_rho": noise.rho_u,
-                   "expected_private_per_round": float(noise.rho.sum()),
+                   "expected_counted_per_round": float(noise.rho.sum()),   # Σρ: tied + untied (floor on)
                    "held_out_examples": int(plan.test_mask.sum())},
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "bound": s.achieved_bound, "binding": s.binding,
                      "kl_this_run": s.kl_spent, "n_examples": s.n_examples, "sum_w": s.sum_w}
