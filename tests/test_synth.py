@@ -1,8 +1,10 @@
 """`repoguard synth` (SecPE) on the fixture monorepo with the embedded tiny model: the released
-statistics are the only path from private examples to the output; the per-round σ meets every
-secret's target composed over the T rounds (checked by dp_accounting, which shares no code with
-our accountant); no credential or held-out text is embedded, prompted or written; the HTTP backend
-works against a local stub; the ledger records the synthesis and a later plan pays for it."""
+statistics are the only path from training examples — private ones, and with the undetected-secret
+floor on (the default) untied ones too — to the output; the per-round σ meets every secret's
+target, and the floor's, composed over the T rounds (checked by dp_accounting, which shares no code
+with our accountant); no credential or held-out text is embedded, prompted or written; the HTTP
+backend works against a local stub; the ledger records the synthesis (and the floor's account) and
+a later plan pays for it."""
 from __future__ import annotations
 
 import copy
@@ -80,11 +82,11 @@ def _config(repo):
     return load_config(repo / "repoguard.toml", required=False)
 
 
-def _synth(repo, out, gen, emb, **kw):
+def _synth(repo, out, gen, emb, undetected="off", **kw):
     from repoguard.synthesis.synthesize import SynthOptions, synthesize
 
     opts = SynthOptions(**{**SMALL, **kw}, seed=SEED, insecure_reproducible=True, show_progress=False,
-                        undetected="off")
+                        undetected=undetected)
     return synthesize(root=repo, out=out, config=_config(repo), opts=opts, generator=gen, embedder=emb)
 
 
@@ -148,6 +150,44 @@ def test_per_round_sigma_meets_every_target_composed_over_the_rounds(analysed):
     assert one.sigma < noise.sigma
 
 
+def test_the_floor_holds_over_the_rounds_with_every_untied_example_counted(analysed):
+    """Floor on (the default): untied training examples are counted at ρ_u; a secret nobody
+    declared, in k = 1 untied example, gets bound ≤ r over the T rounds at the calibrated σ
+    (dp_accounting), and so does every declared secret; held-out rows still get ρ = 0."""
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.core.config import Undetected
+    from repoguard.source.split import split_from_config
+    from repoguard.synthesis.noise import UNTIED_RHO, secret_noise
+
+    repo, out = analysed
+    inc = load_incidence(out)
+    test = split_from_config(inc.example_ids, _config(repo).plan).test
+    rounds = 3
+    und = Undetected()                                     # the default floor: k = 1, p = 1e-10, r = 1e-3
+    noise = secret_noise(inc, test, rounds=rounds, c=1.0, floor=und)
+    assert noise.public.any() and np.all(noise.rho[noise.public] == UNTIED_RHO) and noise.rho_u == UNTIED_RHO
+    assert np.all(noise.rho[test] == 0) and not noise.clear.any()
+    fl = noise.floor
+    assert fl["enabled"] and fl["meets_r"] and fl["account"]["id"] == "@undetected:k=1"
+    assert fl["achieved_bound"] <= und.r * (1 + 1e-9)
+    got = _oracle_bound([noise.rho_u] * und.k, noise.sigma, rounds, und.p)
+    assert und.p <= got <= und.r * 1.03, got                   # the floor over T rounds, by dp_accounting
+    csc = inc.matrix.tocsc()
+    for j, s in enumerate(inc.secrets):                       # and every declared target still holds
+        rh = noise.rho[csc.indices[csc.indptr[j]:csc.indptr[j + 1]]]
+        rh = rh[rh > 0]
+        if rh.size:
+            assert _oracle_bound(np.sort(rh), noise.sigma, rounds, s.p) <= s.r * 1.03, s.id
+    # σ is the max of what the secrets and the floor need: one of them binds at 0.8σ
+    worst = max([_oracle_bound([noise.rho_u], 0.8 * noise.sigma, rounds, und.p) / und.r] +
+                [_oracle_bound(np.sort(rh[rh > 0]), 0.8 * noise.sigma, rounds, s.p) / s.r
+                 for j, s in enumerate(inc.secrets)
+                 for rh in [noise.rho[csc.indices[csc.indptr[j]:csc.indptr[j + 1]]]] if (rh > 0).any()])
+    assert worst > 1.0
+    off = secret_noise(inc, test, rounds=rounds, c=1.0, floor=dataclasses.replace(und, enabled=False))
+    assert off.floor["enabled"] is False and off.clear.any() and np.all(off.rho[off.public] == 0)
+
+
 def test_release_adds_the_calibrated_noise_to_counts_and_sums():
     from repoguard.synthesis.anchors import Anchors
     from repoguard.synthesis.clustering import release
@@ -183,7 +223,7 @@ def test_released_statistics_are_the_only_path_from_private_examples(analysed, f
     from repoguard.synthesis.noise import secret_noise
 
     assert list(inspect.signature(rounds_mod.run_rounds).parameters) == [
-        "stats", "generator", "embedder", "n", "variations", "seed", "progress"]
+        "stats", "generator", "embedder", "n", "variations", "seed", "progress", "initial", "initial_embeddings"]
     repo, out0 = analysed
     gen, emb = backend
     inc = load_incidence(out0)
@@ -226,6 +266,67 @@ def test_released_statistics_are_the_only_path_from_private_examples(analysed, f
     assert [(r["text"], r["round"], pytest.approx(r["score"])) for r in rows_a] == texts(redo_a)
     assert [(r["text"], r["round"], pytest.approx(r["score"])) for r in rows_b] == texts(redo_b)
     # and the private side of each release is only the noisy counts and sums, nothing else
+    assert all(set(vars(s)) == {"counts", "sums"} for s in stats_a)
+
+
+def test_with_the_floor_untied_examples_too_reach_the_output_only_through_the_release(
+        analysed, fresh_out, backend, monkeypatch):
+    """Default mode (floor on): change one *untied* example's text. The anchors (built from the
+    generator's own samples) are identical in both worlds; the released statistics change; and the
+    corpus is exactly what `run_rounds` makes of the release and the generator's public samples:
+    A's release in B's world gives A's corpus bit for bit."""
+    import repoguard.synthesis.clustering as clustering_mod
+    import repoguard.synthesis.rounds as rounds_mod
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.core.config import Undetected
+    from repoguard.source.corpus import load_corpus
+    from repoguard.source.split import split_from_config
+    from repoguard.synthesis.noise import secret_noise
+    from repoguard.training.data import default_redactor, example_texts
+
+    repo, out0 = analysed
+    gen, emb = backend
+    inc = load_incidence(out0)
+    test = split_from_config(inc.example_ids, _config(repo).plan).test
+    noise = secret_noise(inc, test, rounds=SMALL["rounds"], c=SMALL["c"], floor=Undetected())
+    row = int(np.flatnonzero(noise.public)[0])                 # untied, counted every round (ρ_u = 1)
+    assert noise.rho[row] == 1.0
+    target = example_texts(load_corpus(out0, repo), [inc.example_ids[row]], redactor=default_redactor(out0, repo))[0]
+
+    class Changed:
+        def embed(self, texts):
+            return emb.embed(["def exfiltrate():\n    return 42\n" * 3 + t if t == target else t for t in texts])
+
+    captured, anchors = [], []
+    real, real_release = rounds_mod.run_rounds, clustering_mod.release_rounds
+
+    def spy(stats, *a, **kw):
+        captured.append((copy.deepcopy(list(stats)), list(kw["initial"]), np.array(kw["initial_embeddings"])))
+        return real(stats, *a, **kw)
+
+    def spy_release(anch, *a, **kw):
+        anchors.append(anch)
+        return real_release(anch, *a, **kw)
+
+    monkeypatch.setattr(rounds_mod, "run_rounds", spy)
+    monkeypatch.setattr(clustering_mod, "release_rounds", spy_release)
+    a_out, b_out = fresh_out("a"), fresh_out("b")
+    sa = _synth(repo, a_out, gen, emb, undetected=None)
+    sb = _synth(repo, b_out, gen, Changed(), undetected=None)
+    assert sa["anchors"] == "generated" and sa["inputs"]["public_examples"] == 0
+    assert sa["inputs"]["untied_examples_counted"] == int(noise.public.sum())
+    assert sa["undetected_floor"]["meets_r"] and sb["undetected_floor"]["meets_r"]
+    (stats_a, init_a, iemb_a), (stats_b, init_b, iemb_b) = captured
+    assert init_a == init_b and np.allclose(iemb_a, iemb_b)          # round 0 never saw the repository
+    assert np.array_equal(anchors[0].centres, anchors[1].centres)    # nor did the anchors
+    assert not anchors[0].counts.any() and not anchors[0].sums.any()
+    assert any(not np.allclose(x.sums, y.sums) for x, y in zip(stats_a, stats_b))   # the change is released
+    kw = dict(n=SMALL["n"], variations=SMALL["variations"], seed=SEED)
+    redo_a = real(stats_a, gen, Changed(), initial=init_a, **kw)     # A's release, B's world
+    redo_b = real(stats_b, gen, emb, initial=init_b, **kw)
+    for out, redo in ((a_out, redo_a), (b_out, redo_b)):
+        assert [(r["text"], r["round"], pytest.approx(r["score"])) for r in _rows(out)] == \
+            [(c.text, c.round, pytest.approx(c.score)) for c in redo.kept]
     assert all(set(vars(s)) == {"counts", "sums"} for s in stats_a)
 
 
@@ -349,11 +450,16 @@ def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed,
     argv = ["synth", str(repo), "--out", str(out), "--n", "4", "--rounds", "2", "--variations", "1",
             "--clusters", "4", "--c", "1", "--max-length", "64", "--max-new-tokens", "8",
             "--insecure-reproducible", "--seed", "3", "--json"]
-    assert main(argv) == 2                                  # the floor is on by default: refused
-    assert "undetected-secret floor" in capsys.readouterr().err and not (out / "ledger.jsonl").exists()
-    assert main(argv + ["--undetected", "off"]) == 0
+    off = fresh_out("off")                                  # the paper's mode, opt-in only
+    assert main(argv[:3] + [str(off)] + argv[4:] + ["--undetected", "off"]) == 0
+    s_off = json.loads(capsys.readouterr().out)
+    assert s_off["undetected_floor"]["enabled"] is False and s_off["anchors"] == "public (in the clear)"
+    assert s_off["guarantee"].startswith("UNDETECTED FLOOR OFF")
+    assert main(argv) == 0                                  # the default: the floor is met, not refused
     summary = json.loads(capsys.readouterr().out)
-    assert summary["undetected_floor"]["enabled"] is False
+    fl = summary["undetected_floor"]
+    assert fl["enabled"] and fl["meets_r"] and fl["achieved_bound"] <= fl["r"] and summary["anchors"] == "generated"
+    assert summary["inputs"]["public_examples"] == 0 and summary["inputs"]["untied_examples_counted"] > 0
     assert summary["randomness"] == "insecure-reproducible"
     assert summary["sigma_per_round"] == [summary["sigma"]] * 2
     assert all(s["bound"] <= s["r"] * (1 + 1e-9) for s in summary["secrets"])
@@ -364,6 +470,7 @@ def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed,
     assert run["randomness"] == "insecure-reproducible"
     tied = [s["id"] for s in summary["secrets"] if s["kl_this_run"] > 0]
     assert tied and all(shown["spent"][sid]["kl"] > 0 for sid in tied)
+    assert shown["spent"]["@undetected:k=1"]["kl"] > 0       # the floor's account, like a training run
     after = _plan_json(repo, out, capsys)
     assert after["sigma"] > before["sigma"] * 1.01          # the synthesis's spending is paid for
     assert all(s["achieved_bound"] <= s["r"] for s in after["secrets"])
@@ -386,8 +493,12 @@ def test_compare_synth_arm_scores_the_same_held_out_rows_and_records_nothing(ana
     doc = run_compare(root=repo, out=out, cfg=cfg, arms=("synth",), steps=4, seed=SEED, risk=False,
                       show_progress=False)
     arm = doc["arms"]["synth"]
-    assert arm["protection"] == "declared" and arm["meets_floor"] is None
+    assert arm["protection"] == "floor" and arm["meets_floor"] is True        # the default floor, met
+    assert arm["floor"]["bound"] <= arm["floor"]["r"] and arm["synthesis"]["anchors"] == "generated"
     assert arm["bound_ratio_max"] <= 1 + 1e-9                  # every declared target at the snapshot
+    from repoguard.evaluation.compare import format_table
+
+    assert "meets floor" in format_table(doc)
     assert arm["synthesis"]["examples"] == 32 and arm["synthesis"]["randomness"] == "insecure-reproducible"
     from repoguard.evaluation.metrics import headline
 

@@ -27,9 +27,10 @@ def register(parser) -> None:
     a("--max-new-tokens", type=int, default=96, metavar="N", help="tokens generated per sample or variation")
     a("--temperature", type=float, default=1.0)
     a("--seed", type=int, default=None, help="seed of K-means and the generator (public); default [training] seed")
-    a("--undetected", default=None, metavar="off",
-      help="the undetected-secret floor: synthesis builds its anchors from untied examples in the clear, so it "
-           "runs only with the floor off (\"off\" here or [defaults] undetected = \"off\"); every output says so")
+    a("--undetected", default=None, metavar="off|k=1,p=…,r=…",
+      help="the undetected-secret floor (default: [defaults] undetected). On: anchors from the generator's own "
+           "samples, every example (untied ones too) only through the noisy statistics, σ meets the floor. "
+           "\"off\": the paper's mode, untied examples build the anchors in the clear (no floor; every output says so)")
     a("--insecure-reproducible", action="store_true",
       help="TESTS ONLY: derive the private inclusions and noise from --seed (no privacy guarantee)")
     add_json_flag(parser)
@@ -75,10 +76,20 @@ def _print(s: dict, out) -> None:
         con.print(t)
     per = [r["total_s"] for r in s["per_round"]]
     vc = s["voting_cost"]
-    con.print(f"{s['examples_written']} synthetic examples from {s['inputs']['public_examples']} public and "
-              f"{s['inputs']['private_examples_counted']} private examples (K = {s['clusters']} anchors); "
+    inp = s["inputs"]
+    src = (f"{inp['public_examples']} public (in the clear) and {inp['private_examples_counted']} private examples"
+           if s.get("anchors") != "generated" else
+           f"{inp['private_examples_counted']} tied and {inp['untied_examples_counted']} untied examples, all "
+           f"through the noise (anchors from the generator's own samples)")
+    con.print(f"{s['examples_written']} synthetic examples from {src} (K = {s['clusters']} anchors); "
               f"{sum(per) / len(per):.3g} s per round; voting with K anchors {vc['seconds_k_anchors'] * 1e3:.3g} ms "
               f"vs all M = {vc['m']} examples {vc['seconds_all_m'] * 1e3:.3g} ms", markup=False)
     con.print(f"recorded in the ledger as {s['run_id']}; written to {out / 'synth'}", markup=False)
-    con.print("untied examples built the anchors in the clear: synthesis gives them no guarantee "
-              "(no undetected-secret floor)", markup=False)
+    from repoguard.planning.undetected import describe
+
+    fl = s.get("undetected_floor") or {}
+    if fl.get("enabled", True):
+        con.print(describe(fl), markup=False)
+    else:
+        con.print("UNDETECTED FLOOR OFF (opt-out): untied examples built the anchors in the clear; synthesis gives "
+                  "them no guarantee", markup=False)

@@ -261,7 +261,7 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
             return old["result"], None
     t0 = time.perf_counter()
     if name == "synth":
-        result = _synth_arm(ctx, arm_dir=arm_dir, t0=t0)
+        result = _synth_arm(ctx, und, arm_dir=arm_dir, t0=t0)
         atomic_write_json(path, {"key": akey, "result": result})
         return result, None
     ap = _arm_plan(name, ctx.base_plan, ctx.incidence, floor=und, snap=ctx.snap, phase1=ctx.phase1)
@@ -333,13 +333,14 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
     return result, plan
 
 
-def _synth_arm(ctx: _Ctx, *, arm_dir: Path, t0: float) -> dict:
+def _synth_arm(ctx: _Ctx, und, *, arm_dir: Path, t0: float) -> dict:
     """The `synth` arm: a SecPE corpus (`synthesis`, settings `SYNTH_ARM`, the base model as
-    generator and embedder) calibrated to the same declared targets against the same ledger
-    snapshot, then the base fine-tuned *without noise* on it (LoRA, the same B, T, lr), scored on
-    the same held-out rows. Nothing is recorded or published. The synthesis protects the declared
-    secrets only: untied examples build its anchors in the clear, so it has no undetected-secret
-    floor ("declared only")."""
+    generator and embedder) calibrated to the same declared targets *and floor `und`* against
+    the same ledger snapshot, then the base fine-tuned *without noise* on it (LoRA, the same B,
+    T, lr), scored on the same held-out rows. Nothing is recorded or published. With the floor
+    on, the anchors come from the generator's samples and untied examples enter only through the
+    noise (protected, "meets floor"); with it off, the paper's mode: untied examples build the
+    anchors in the clear ("declared only")."""
     import secrets as _secrets
     import shutil
 
@@ -365,8 +366,11 @@ def _synth_arm(ctx: _Ctx, *, arm_dir: Path, t0: float) -> dict:
     emb = MeanPooled(ctx.base, ctx.tok, max_length=cfg.max_length)
     rel = release_for(ctx.incidence, bp.test_mask, ctx.corpus, ctx.redactor, opts=opts, accountant=bp.accountant,
                       adjacency=bp.adjacency, c=0.0, ledger_spent=ctx.snap.spent, ledger_pairs=ctx.snap.pairs,
-                      generator=gen, embedder=emb)
-    res = run_rounds(rel.stats, gen, emb, n=opts.n, variations=opts.variations, seed=seed)
+                      generator=gen, embedder=emb, floor=und,
+                      floor_legacy=tuple(ctx.snap.legacy) if und.enabled else ())
+    res = run_rounds(rel.stats, gen, emb, n=opts.n, variations=opts.variations, seed=seed, initial=rel.initial,
+                     initial_embeddings=rel.initial_emb)
+    rounds_s = [t["total_s"] for t in res.timings]
     texts = [ctx.redactor(c.text, "synthetic.py")[0] for c in res.kept]
     seqs = tokenize(texts, ctx.tok, max_length=cfg.max_length)
     n = len(seqs)
@@ -387,15 +391,26 @@ def _synth_arm(ctx: _Ctx, *, arm_dir: Path, t0: float) -> dict:
           ledger=None, publish=False, show_progress=ctx.show_progress, evaluator=pe)
     shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
     bounds = [float(b) / s.r for b, s in zip(rel.noise.cal.evals.bound, ctx.incidence.secrets)]
+    from repoguard.evaluation.protection import floor_entry
+
+    fr = rel.floor or {}
+    floor = (floor_entry(und, rho_u=rel.noise.rho_u, sigma=rel.noise.sigma, sigma_floor=fr.get("sigma_floor"),
+                         bound=float(fr.get("achieved_bound", 1.0)), source="certified")
+             if und.enabled else
+             floor_entry(und, rho_u=0.0, sigma=0.0, sigma_floor=None, bound=1.0, source="clear"))
     return {"sigma": rel.noise.sigma, "private": True, "sum_w_over_n": None,
             "slices": pe.history[-1]["slices"],
             "curve": [{"step": h["step"], "loss": _pub(h["slices"]), "slices": _compact(h["slices"])}
                       for h in pe.history],
             "bound_ratio_min": min(bounds) if bounds else None, "bound_ratio_max": max(bounds) if bounds else None,
-            "undetected_floor": None, "seconds": time.perf_counter() - t0, "steps": ctx.total,
-            "eval_rows": _rows(ev.es), "protection": "declared", "meets_floor": None, "floor": None,
+            "undetected_floor": fr.get("bounds") if und.enabled else None,
+            "seconds": time.perf_counter() - t0, "steps": ctx.total,
+            "eval_rows": _rows(ev.es), "protection": "floor" if und.enabled else "declared",
+            "meets_floor": bool(floor["bound"] <= und.r * (1 + 1e-9)) if und.enabled else None, "floor": floor,
             "synthesis": {**SYNTH_ARM, "examples": n, "noise_std": rel.noise.noise_std, "c": rel.noise.c,
-                          "randomness": rel.mode}}
+                          "randomness": rel.mode, "anchors": "generated" if und.enabled else "public (clear)",
+                          "untied_rho": rel.noise.rho_u, "untied_counted": rel.n_untied,
+                          "tied_counted": rel.n_private, "rounds_s": rounds_s}}
 
 
 def repeat_summary(runs: list[dict]) -> dict:
@@ -560,7 +575,8 @@ def format_table(doc: dict) -> str:
         br = ("≤ 1 (calibrated)" if name == "uniform" and r["bound_ratio_max"] is None else "—"
               if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
         label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
-        rows.append((label, f"{r['sigma']:.4g}", f"{r['sum_w_over_n']:.3f}", *_cells(r["slices"].get("public")),
+        sw = f"{r['sum_w_over_n']:.3f}" if r.get("sum_w_over_n") is not None else "—"    # synth: none
+        rows.append((label, f"{r['sigma']:.4g}", sw, *_cells(r["slices"].get("public")),
                      *_cells(r["slices"].get("secret-tied")), br, f"{fb:.2g}" if fb is not None else "none",
                      protection_label(r), f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]

@@ -1,11 +1,12 @@
-"""Public anchors [SecPE Alg. 2, lines 1–3]: K-means on ℓ2-normalised embeddings of the public
-examples, computed in the clear.
+"""Anchors [SecPE Alg. 2, lines 1–3]: K-means on ℓ2-normalised embeddings.
 
-Public means tied to no secret, not held out, credentials redacted: these examples are released
-in the clear anyway by the SecPE model (untied code is not protected by the per-secret guarantee,
-which is why the undetected-secret floor is *not* provided by synthesis; `synthesize.py` says so in
-its summary). The anchors are the only thing built from text directly; private examples enter the
-output only through `clustering.NoisyStats`.
+Two sources. By default (undetected-secret floor on) `generated_anchors`: the embeddings of the
+generator's own initial random samples, which never saw the repository, so the anchors are
+data-independent and *every* training example (untied ones too) reaches the output only through
+`clustering.NoisyStats`. With the floor off, the paper's `public_anchors`: the public examples
+(tied to no secret, not held out, credentials redacted) in the clear, with their counts and sums
+as the base of the release; untied code then gets no guarantee (no floor; `synthesize.py` says so
+in every output).
 """
 from __future__ import annotations
 
@@ -100,3 +101,14 @@ def public_anchors(public_embeddings: np.ndarray, k: int, *, rng: np.random.Gene
     sums = np.zeros_like(c)
     np.add.at(sums, lab, x)
     return Anchors(c, counts, sums)
+
+
+def generated_anchors(sample_embeddings: np.ndarray, k: int, *, rng: np.random.Generator) -> Anchors:
+    """K-means anchors of the generator's own samples (data-independent), with zero counts and
+    sums: the release then carries the training examples' contributions and the noise only.
+    Raises ValueError when there is no sample."""
+    x = normalise(sample_embeddings)
+    if len(x) == 0:
+        raise ValueError("no generated sample to build the anchors from")
+    c = kmeans(x, k, rng=rng)
+    return Anchors(c, np.zeros(len(c)), np.zeros_like(c))

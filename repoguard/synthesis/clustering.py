@@ -1,10 +1,12 @@
-"""SecretClustering [SecPE Alg. 2]: the only place private examples touch the synthesis.
+"""SecretClustering [SecPE Alg. 2]: the only place training examples touch the synthesis.
 
-Per round, each private example i is included with probability ρ_i (`noise.py`); its embedding,
-ℓ2-normalised and clipped to R = 1, is added to its nearest *public* anchor; the round releases
+Per round, each counted example i (tied examples; with the undetected-secret floor on, untied ones
+too) is included with probability ρ_i (`noise.py`); its embedding, ℓ2-normalised and clipped to
+R = 1, is added to its nearest anchor (data-independent by default, public with the floor off);
+the round releases
 
-    ñ_k = n_k + m_k + N(0, σ_n²)          (n_k public count, m_k included private count)
-    S̃_k = s_k + Σ_{i→k} x_i + N(0, σ_n² I_d)   (s_k public sum of unit embeddings)
+    ñ_k = n_k + m_k + N(0, σ_n²)          (n_k public count — 0 by default — m_k included count)
+    S̃_k = s_k + Σ_{i→k} x_i + N(0, σ_n² I_d)   (s_k public sum of unit embeddings, 0 by default)
 
 with σ_n = `NoisePlan.noise_std`. `NoisyStats` is everything later stages see of private data;
 `rounds.run_rounds` takes only (public anchors, these statistics, generator, embedder).

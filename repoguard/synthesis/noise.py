@@ -1,10 +1,17 @@
 """SecretNoise [SecPE Alg. 1, Thm. 2]: which private examples count in each round, with what
 probability, and the noise σ that keeps every secret's (p_j, r_j) composed over the T rounds.
 
+Two modes. With the undetected-secret floor on (the default), *every* training example — tied or
+untied — enters only through the noisy statistics: untied examples are counted with probability
+ρ_u (`UNTIED_RHO`, the floor's sampling rate) and the floor target (k untied examples at ρ_u,
+`config.Undetected`) joins the calibration as one more secret, with its own ledger account
+(`planning.undetected.FloorAccount`, as `planning.plan.build_plan` does). With the floor off (the
+paper's mode) untied examples are public: they build the anchors in the clear and get ρ = 0.
+
 Weights. The LP of Hush eq. 1 with the Gaussian-DP caps η_j = Φ⁻¹(1−p_j) − Φ⁻¹(1−r_j)
 [SecPE eq. 6] (`planning.weighting`, `cap="gdp"`), over the *private* examples: tied to a secret
-and not held out. Untied examples are public (they build the anchors in the clear) and held-out
-examples never enter (ρ = 0).
+and not held out. Untied examples get ρ_u (floor on) or are public (floor off: they build the
+anchors in the clear); held-out examples never enter (ρ = 0).
 
 Inclusion probabilities. ρ_i = w_i / max_k w_k: Hush's ρ = B·w/Σw at the largest expected count
 B = Σw / max w that keeps every ρ ≤ 1. (The issue writes ρ_i = w_i / (max w · Σw); read literally
@@ -32,6 +39,7 @@ import numpy as np
 
 from repoguard.core.errors import InputError, PolicyError
 
+UNTIED_RHO = 1.0                     # ρ_u with the floor on: every untied example is counted every round
 RADIUS = 1.0                         # R: private embeddings are clipped to this ℓ2 norm
 SENSITIVITY = math.sqrt(1.0 + RADIUS ** 2)   # Δ: one example's joint ℓ2 contribution to (counts, sums)
 
@@ -58,6 +66,9 @@ class NoisePlan:
     cal: object
     lp: dict = field(default_factory=dict)
     sweep: list = field(default_factory=list)
+    clear: np.ndarray | None = None
+    floor: dict | None = None
+    rho_u: float = 0.0
 
 
 def private_rho(w: np.ndarray, private: np.ndarray) -> np.ndarray:
@@ -71,12 +82,19 @@ def private_rho(w: np.ndarray, private: np.ndarray) -> np.ndarray:
 
 def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, accountant: str = "best",
                  adjacency: str = "zero-out", ledger_spent: dict | None = None,
-                 ledger_pairs: dict | None = None, sweep=None) -> NoisePlan:
+                 ledger_pairs: dict | None = None, sweep=None, floor=None, floor_legacy: tuple = (),
+                 untied_rho: float = UNTIED_RHO) -> NoisePlan:
     """[SecPE Alg. 1] weights, inclusion probabilities and the per-round σ for `incidence` (rows
     aligned with `test`, the held-out mask). `c` > 0 fixes the LP scale; 0 sweeps `sweep`
     (default 2^-6…2^4) and keeps the c with the largest Σρ/σ (expected private contributions per
-    unit noise: the counts' signal-to-noise), ties to the smaller c. Raises InputError for bad
-    arguments and PolicyError naming the secrets whose earlier spending leaves no σ that works."""
+    unit noise: the counts' signal-to-noise), ties to the smaller c.
+
+    `floor` (a `config.Undetected`, enabled): untied training rows get ρ = `untied_rho` and the
+    floor — k examples at that ρ, target (p, r), after the ledger's spending on its account and
+    `floor_legacy` ((σ, T) of runs without one, counted at ρ = 1) — is calibrated with the
+    declared secrets as one more secret, so σ meets both. None or disabled: the paper's mode
+    (untied rows public, ρ = 0). Raises InputError for bad arguments and PolicyError naming the
+    secrets (or the floor) whose earlier spending leaves no σ that works."""
     from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.planning.weighting import SWEEP, secret_caps, solve_weights
@@ -103,16 +121,38 @@ def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, ac
     csc = m.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(ns)]
     rows = np.flatnonzero(~test)
+    enforce = floor is not None and floor.enabled
+    acct = None
+    if enforce:
+        from repoguard.planning.undetected import FloorAccount
+
+        if not 0 < untied_rho <= 1:
+            raise InputError(f"untied sampling rate must lie in (0, 1], not {untied_rho}")
+        acct = FloorAccount(floor, floor.r, rounds, method=accountant, adjacency=adjacency, alphas=alphas,
+                            ledger_spent=ledger_spent or {}, ledger_pairs=ledger_pairs or {}, legacy=floor_legacy)
+    rho_u = float(untied_rho) if enforce and public.any() else 0.0
+    # the floor as one more secret (k examples at ρ_u), when some untied example is counted
+    cols_all = cols + ([np.arange(floor.k) + n] if rho_u > 0 else [])
+    p_all, r_all = (np.append(p, floor.p), np.append(r, acct.r_run)) if rho_u > 0 else (p, r)
+    spent = dict(spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+    if rho_u > 0:
+        spent = dict(spent_kl=np.append(skl, acct.skl), spent_renyi=np.vstack([sre, acct.sre]),
+                     spent_pairs=list(hist) + [acct.history])
 
     def one(cval: float):
         lp = solve_weights(m[rows], caps, cval)
         w = np.zeros(n)
         w[rows] = lp.w
         rho = private_rho(w, private)
+        rho[public] = rho_u
+        ext = np.append(rho, np.full(floor.k, rho_u)) if rho_u > 0 else rho
         try:
-            cal = calibrate([rho[ix] for ix in cols], p, r, rounds, method=accountant, adjacency=adjacency,
-                            alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+            cal = calibrate([ext[ix] for ix in cols_all], p_all, r_all, rounds, method=accountant,
+                            adjacency=adjacency, alphas=alphas, **spent)
         except Infeasible as exc:
+            if ns in exc.secrets:
+                from repoguard.planning.undetected import infeasible_message
+                raise PolicyError(infeasible_message(floor, legacy=len(acct.legacy))) from None
             names = ", ".join(secrets[j].id for j in exc.secrets[:5])
             raise PolicyError(f"{len(exc.secrets)} secret(s) ({names}) have already spent their budget in the "
                               "ledger: no noise level lets a synthesis meet their targets") from None
@@ -131,6 +171,19 @@ def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, ac
             if best is None or score > best[0] * (1 + 1e-12):
                 best = (score, cval, lp, w, rho, cal)
         _, chosen, lp, w, rho, cal = best
+    rec = None
+    if floor is not None:
+        from repoguard.planning.undetected import floor_record
+
+        if enforce:
+            rec = floor_record(floor, rho_u=rho_u, sigma=float(cal.sigma),
+                               sigma_floor=acct.sigma(rho_u) if rho_u > 0 else 0.0, steps=int(rounds), account=acct,
+                               cal=cal if rho_u > 0 else None, index=ns, r_run=acct.r_run, adjacency=adjacency)
+            rec["binds"] = bool(rho_u > 0 and rec["sigma_floor"] >= float(cal.sigma) * (1 - 1e-9))
+        else:          # the opt-out: untied examples are used in the clear, no bound
+            rec = {**floor.record(), "rho": 0.0, "achieved_bound": 1.0, "binding": "off", "meets_r": False,
+                   "clear": True}
     return NoisePlan(rho=rho, w=w, private=private, public=public, sigma=float(cal.sigma),
                      noise_std=float(cal.sigma) * SENSITIVITY, rounds=int(rounds), c=float(chosen),
-                     accountant=accountant, adjacency=adjacency, cal=cal, lp=lp.stats(), sweep=table)
+                     accountant=accountant, adjacency=adjacency, cal=cal, lp=lp.stats(), sweep=table,
+                     clear=public & (not enforce), floor=rec, rho_u=rho_u)

@@ -1,8 +1,9 @@
 """The rounds of SecPE [Alg. 3]: generate, embed, vote by nearest noisy anchor, keep the best,
 vary them.
 
-`run_rounds` takes only public inputs — the public anchors' shape, the released statistics
-(`clustering.NoisyStats`, one per round), a generator, an embedder and public seeds — so the
+`run_rounds` takes only public inputs — the released statistics (`clustering.NoisyStats`, one per
+round), a generator, an embedder, public seeds and (default mode) the generator's own initial
+samples — so the
 synthetic corpus is post-processing of the release: private text reaches it through ñ_k and the
 noisy sums and nowhere else (tests/test_synth.py changes a private example and checks exactly this).
 
@@ -69,22 +70,37 @@ def select(stats: NoisyStats, candidates: Sequence[Candidate], embeddings: np.nd
     return [candidates[i] for i in order[:keep]]
 
 
+def initial_samples(generator, *, n: int, variations: int, seed: int) -> list[str]:
+    """Round 0's n·(L+1) random samples, exactly as `run_rounds` draws them for `seed` (public:
+    the generator never sees the repository). The default synthesis builds its anchors from
+    their embeddings before any release, then hands them back to `run_rounds` as `initial`."""
+    rng = np.random.default_rng(seed)
+    return list(generator.sample(n * (variations + 1), seed=int(rng.integers(1 << 62))))
+
+
 def run_rounds(stats: Sequence[NoisyStats], generator, embedder, *, n: int, variations: int, seed: int,
-               progress=None) -> RoundsResult:
-    """[SecPE Alg. 3] T = len(stats) rounds. Round 0 scores n·(L+1) random samples; every round
-    keeps the top `n` by its release's votes; between rounds each survivor gets `variations` (L)
-    variations. `seed` drives the generator only (public). Returns the last round's survivors."""
+               progress=None, initial: Sequence[str] | None = None, initial_embeddings=None) -> RoundsResult:
+    """[SecPE Alg. 3] T = len(stats) rounds. Round 0 scores n·(L+1) random samples (`initial`
+    when given: `initial_samples` for the same seed, with their `initial_embeddings` if already
+    computed — both public); every round keeps the top `n` by its release's votes; between
+    rounds each survivor gets `variations` (L) variations. `seed` drives the generator only
+    (public). Returns the last round's survivors."""
     if n < 1 or variations < 0 or not stats:
         raise ValueError("need n ≥ 1, variations ≥ 0 and at least one round")
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    pop = [Candidate(t, 0) for t in generator.sample(n * (variations + 1), seed=int(rng.integers(1 << 62)))]
+    first = int(rng.integers(1 << 62))
+    texts = list(initial) if initial is not None else generator.sample(n * (variations + 1), seed=first)
+    pop = [Candidate(t, 0) for t in texts]
     gen_s = time.perf_counter() - t0
     out = RoundsResult([])
     kept: list[Candidate] = []
     for t, st in enumerate(stats):
         t1 = time.perf_counter()
-        emb = embedder.embed([c.text for c in pop])
+        if t == 0 and initial is not None and initial_embeddings is not None:
+            emb = np.asarray(initial_embeddings)
+        else:
+            emb = embedder.embed([c.text for c in pop])
         t2 = time.perf_counter()
         kept = select(st, pop, emb, n)
         t3 = time.perf_counter()

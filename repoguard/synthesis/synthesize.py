@@ -1,17 +1,22 @@
 """The stage behind `repoguard synth`: OUT/analyze (incidence) + corpus → OUT/synth/.
 
 Order of work, each step seeing only what it may:
-1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending;
-2. texts: public rows (untied, not held out) and private rows (tied, not held out), credentials
-   redacted on the whole file before anything is embedded; held-out rows are never read;
-3. anchors from the public embeddings (`anchors.py`), in the clear;
-4. the T releases of SecretClustering (`clustering.py`), from the private embeddings, with secret
-   randomness (OS entropy; `insecure_reproducible` derives it from `seed`, tests only);
-5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the public ids used
-   in the clear recorded as the run's clear examples, `exposures.py`), appended *before* anything
-   is published;
-6. the rounds (`rounds.run_rounds`) from the releases alone, every synthetic text redacted again
-   (the generator could produce a credential-shaped string of its own), then OUT/synth/ atomically.
+1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending; with the
+   undetected-secret floor on (the default) untied examples get ρ_u and the floor is calibrated
+   as one more secret;
+2. anchors: by default from the generator's own initial samples (`rounds.initial_samples`,
+   data-independent); with `--undetected off` (the paper's mode) from the public (untied)
+   examples in the clear (`anchors.py`);
+3. texts of the counted examples (tied; untied too by default; never held-out ones), credentials
+   redacted on the whole file before anything is embedded;
+4. the T releases of SecretClustering (`clustering.py`), with secret randomness (OS entropy;
+   `insecure_reproducible` derives it from `seed`, tests only);
+5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the floor's
+   account when it is on, and — floor off only — the public ids used in the clear recorded as
+   the run's clear examples, `exposures.py`), appended *before* anything is published;
+6. the rounds (`rounds.run_rounds`) from the releases (and the generator's own samples) alone,
+   every synthetic text redacted again (the generator could produce a credential-shaped string
+   of its own), then OUT/synth/ atomically.
 
 OUT/synth/ (format version 1):
     synthetic.jsonl  {"text", "round", "score", "affinity"} per example, best first
@@ -60,7 +65,7 @@ class SynthOptions:
     seed: int = 0
     insecure_reproducible: bool = False
     show_progress: bool = True
-    undetected: str | None = None      # `--undetected` (None: [defaults] undetected); must resolve to off
+    undetected: str | None = None      # `--undetected` (None: [defaults] undetected); "off": the paper's mode
 
     def check(self) -> None:
         for name in ("n", "rounds", "clusters", "max_length", "max_new_tokens"):
@@ -110,8 +115,11 @@ def _rngs(opts: SynthOptions) -> tuple[np.random.Generator, str]:
 @dataclass
 class Release:
     """What SecretNoise and SecretClustering hand to the rounds: `noise` (`noise.NoisePlan`),
-    the public `anchors`, the T releases `stats`, the randomness `mode`, the backends used, the
-    redactor, `n_private` private examples that could be counted, `timings`."""
+    the `anchors`, the T releases `stats`, the randomness `mode`, the backends used, the
+    redactor, `n_private` tied and `n_untied` untied examples counted through the noise,
+    `n_public` untied examples used in the clear (floor off), `initial` / `initial_emb` the
+    generator's round-0 samples and their embeddings (default mode: they built the anchors),
+    `floor` the undetected floor's record, `timings`."""
 
     noise: object
     anchors: object
@@ -122,57 +130,69 @@ class Release:
     redactor: object
     n_private: int
     timings: dict
+    n_untied: int = 0
+    n_public: int = 0
+    initial: list | None = None
+    initial_emb: object = None
+    floor: dict | None = None
 
 
 def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: str, adjacency: str, c: float,
-                ledger_spent: dict, ledger_pairs: dict, generator=None, embedder=None) -> Release:
+                ledger_spent: dict, ledger_pairs: dict, generator=None, embedder=None, floor=None,
+                floor_legacy: tuple = ()) -> Release:
     """SecPE Alg. 1–2 for incidence `inc` (held-out mask `test`): σ per round against the
-    ledger's spending, the public anchors and the T noisy releases. Texts are read from `corpus`
-    and redacted by `redactor` before they are embedded; held-out rows are never read. Records
-    nothing. Raises InputError (no public example) and PolicyError (a target is out of reach)."""
-    from repoguard.synthesis.anchors import public_anchors
+    ledger's spending, the anchors and the T noisy releases. Texts are read from `corpus` and
+    redacted by `redactor` before they are embedded; held-out rows are never read. Records
+    nothing.
+
+    `floor` (a `config.Undetected`; None = off). Enabled (the default of `synthesize`): the
+    anchors come from the generator's own initial samples (data-independent), every training
+    example — untied ones at ρ_u, `noise.UNTIED_RHO` — enters only through the releases, and σ
+    meets the floor with the declared targets (`noise.secret_noise`). Off: the paper's mode,
+    public (untied) examples build the anchors in the clear. Raises InputError (no public example
+    with the floor off) and PolicyError (a target or the floor is out of reach)."""
+    from repoguard.synthesis.anchors import generated_anchors, public_anchors
     from repoguard.synthesis.clustering import release_rounds
     from repoguard.synthesis.noise import secret_noise
+    from repoguard.synthesis.rounds import initial_samples
     from repoguard.training.data import example_texts
 
+    enforce = floor is not None and floor.enabled
     timings = {}
     t0 = time.perf_counter()
     noise = secret_noise(inc, test, rounds=opts.rounds, c=c, accountant=accountant, adjacency=adjacency,
-                         ledger_spent=ledger_spent, ledger_pairs=ledger_pairs)
+                         ledger_spent=ledger_spent, ledger_pairs=ledger_pairs, floor=floor, floor_legacy=floor_legacy)
     timings["calibrate_s"] = time.perf_counter() - t0
-    if not noise.public.any():
-        raise InputError("synth: every training example is tied to a secret; the anchors need public "
-                         "(untied) examples")
+    if not enforce and not noise.public.any():
+        raise InputError("synth --undetected off: every training example is tied to a secret; the public "
+                         "anchors need untied examples")
     if generator is None or embedder is None:
         g, e = backends(opts)
         generator, embedder = generator or g, embedder or e
     ids = np.asarray(inc.example_ids, dtype=object)
-    pub_rows, priv_rows = np.flatnonzero(noise.public), np.flatnonzero(noise.private & (noise.rho > 0))
+    counted = np.flatnonzero(noise.rho > 0)            # tied (ρ > 0) and, with the floor, untied
+    initial = initial_emb = None
     t0 = time.perf_counter()
-    pub_emb = embedder.embed(example_texts(corpus, list(ids[pub_rows]), redactor=redactor))
-    anchors = public_anchors(pub_emb, opts.clusters, rng=np.random.default_rng(opts.seed))
-    priv_emb = embedder.embed(example_texts(corpus, list(ids[priv_rows]), redactor=redactor))
+    if enforce:
+        initial = initial_samples(generator, n=opts.n, variations=opts.variations, seed=opts.seed)
+        initial_emb = embedder.embed(initial)
+        anchors = generated_anchors(initial_emb, opts.clusters, rng=np.random.default_rng(opts.seed))
+        n_public = 0
+    else:
+        pub_rows = np.flatnonzero(noise.public)
+        pub_emb = embedder.embed(example_texts(corpus, list(ids[pub_rows]), redactor=redactor))
+        anchors = public_anchors(pub_emb, opts.clusters, rng=np.random.default_rng(opts.seed))
+        n_public = len(pub_rows)
+    timings["anchors_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    priv_emb = embedder.embed(example_texts(corpus, list(ids[counted]), redactor=redactor))
     timings["embed_corpus_s"] = time.perf_counter() - t0
     rng, mode = _rngs(opts)
-    stats = release_rounds(anchors, priv_emb, noise.rho[priv_rows], noise.noise_std, opts.rounds, rng=rng)
+    stats = release_rounds(anchors, priv_emb, noise.rho[counted], noise.noise_std, opts.rounds, rng=rng)
     del priv_emb, rng                                  # nothing private leaves but `stats`
-    return Release(noise, anchors, stats, mode, generator, embedder, redactor, len(priv_rows), timings)
-
-
-FLOOR_REFUSAL = ("synth: the anchors are built from every untied example in the clear, which breaks the "
-                 "undetected-secret floor (a secret nobody declared gets no bound, like a clear phase 1); "
-                 "opt out for this corpus with `--undetected off` (or [defaults] undetected = \"off\")")
-
-
-def refuse_floor(config, override: str | None) -> dict:
-    """The floor's record for a synthesis: refused (InputError) unless the floor is off, since
-    untied examples enter in the clear (DESIGN.md "Undetected-secret floor")."""
-    from repoguard.planning.undetected import resolve
-
-    und = resolve(config, override)
-    if und.enabled:
-        raise InputError(FLOOR_REFUSAL)
-    return und.record()
+    n_untied = int(np.sum(noise.public[counted]))
+    return Release(noise, anchors, stats, mode, generator, embedder, redactor, len(counted) - n_untied, timings,
+                   n_untied=n_untied, n_public=n_public, initial=initial, initial_emb=initial_emb, floor=noise.floor)
 
 
 def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=None, embedder=None) -> dict:
@@ -187,8 +207,10 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     from repoguard.source.split import split_from_config
     from repoguard.training.data import default_redactor
 
+    from repoguard.planning.undetected import legacy_runs, resolve
+
     opts.check()
-    floor = refuse_floor(config, opts.undetected)
+    und = resolve(config, opts.undetected)
     t_start = time.perf_counter()
     timings: dict = {}
     inc = load_incidence(out)
@@ -200,18 +222,19 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     spent, pairs = spending(ledger_path)
     rel = release_for(inc, split.test, load_corpus(out, root), default_redactor(out, root), opts=opts,
                       accountant=pc.accountant, adjacency=pc.adjacency, c=opts.c if opts.c > 0 else pc.c,
-                      ledger_spent=spent, ledger_pairs=pairs, generator=generator, embedder=embedder)
+                      ledger_spent=spent, ledger_pairs=pairs, generator=generator, embedder=embedder, floor=und,
+                      floor_legacy=tuple(legacy_runs(ledger_path, und)) if und.enabled else ())
     noise, anchors, stats, mode = rel.noise, rel.anchors, rel.stats, rel.mode
     generator, embedder, redactor = rel.generator, rel.embedder, rel.redactor
     timings.update(rel.timings)
     ids = np.asarray(inc.example_ids, dtype=object)
-    pub_rows = np.flatnonzero(noise.public)
+    clear_rows = np.flatnonzero(noise.clear)          # none with the floor on
     run_id = f"synth-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{_secrets.token_hex(4)}"
     plan = ledger_plan(inc, split, noise)
     from repoguard.accounting.ledger import record_run
 
     entry = record_run(ledger_path, plan, run_id=run_id, steps_completed=plan.steps, status="completed",
-                       randomness=mode, clear_example_ids=list(ids[pub_rows]), base_head=head)
+                       randomness=mode, clear_example_ids=list(ids[clear_rows]), base_head=head)
     from repoguard.synthesis.rounds import run_rounds, voting_cost
 
     t0 = time.perf_counter()
@@ -221,7 +244,7 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
             log.info("synth: round %d/%d done (%.1f s)", done, total, time.perf_counter() - t0)
 
     res = run_rounds(stats, generator, embedder, n=opts.n, variations=opts.variations, seed=opts.seed,
-                     progress=progress)
+                     progress=progress, initial=rel.initial, initial_embeddings=rel.initial_emb)
     timings["rounds_s"] = time.perf_counter() - t0
     rows, redacted = [], 0
     for c in res.kept:
@@ -233,9 +256,8 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     cost = voting_cost(anchors.k, m, max(res.population), dim, rng=np.random.default_rng(0))
     timings["total_s"] = time.perf_counter() - t_start
     summary = _summary(plan, noise, inc, opts, run_id=run_id, ledger_head=entry["hash"], mode=mode, anchors=anchors,
-                       n_public=len(pub_rows), n_private=rel.n_private, res=res, timings=timings, cost=cost,
-                       generator=generator, redacted=redacted, n_out=len(rows))
-    summary["undetected_floor"] = floor
+                       rel=rel, res=res, timings=timings, cost=cost, generator=generator, redacted=redacted,
+                       n_out=len(rows))
     _write(out / "synth", rows, summary)
     return summary
 
@@ -262,15 +284,28 @@ def ledger_plan(inc, split, noise):
                                   kl_spent=float(ev.kl[j]), renyi_spent=ren, n_examples=int(rows.size),
                                   sum_w=float(noise.w[rows].sum()),
                                   pair=pair_record(mix, a, t) if mix is not None and mix.n > 0 else None))
+    extra = {"synthesis": True, "holdout": split.record()}
+    if noise.floor is not None:         # the floor's account (`@undetected:k=…`) is spent like a secret
+        extra["undetected_floor"] = noise.floor
     plan = Plan(sigma=noise.sigma, batch_size=max(float(noise.rho.sum()), 1e-9), steps=noise.rounds,
                 clip_norm=RADIUS, c=noise.c, cap="gdp", accountant=noise.accountant, adjacency=noise.adjacency,
                 example_ids=list(inc.example_ids), w=noise.w, rho=noise.rho, secrets=secrets,
-                extra={"synthesis": True, "holdout": split.record()}, test=np.asarray(split.test, dtype=bool))
+                extra=extra, test=np.asarray(split.test, dtype=bool))
     plan.check()
     return plan
 
 
-def _summary(plan, noise, inc, opts, *, run_id, ledger_head, mode, anchors, n_public, n_private, res, timings,
+GUARANTEE_FLOOR = ("every declared secret's reconstruction bound, composed over the rounds and the ledger's "
+                   "earlier runs, is <= its r, and so is the undetected-secret floor's (a secret nobody declared "
+                   "or detected, in k untied examples); the anchors come from the generator's own samples and "
+                   "every training example, untied ones included, reaches the corpus only through the noisy "
+                   "statistics; held-out examples never enter")
+GUARANTEE_OFF = ("UNDETECTED FLOOR OFF (opt-out): every declared secret's reconstruction bound, composed over the "
+                 "rounds and the ledger's earlier runs, is <= its r; untied examples build the anchors in the clear "
+                 "and carry no guarantee; held-out examples never enter")
+
+
+def _summary(plan, noise, inc, opts, *, run_id, ledger_head, mode, anchors, rel, res, timings,
              cost, generator, redacted, n_out) -> dict:
     from repoguard.synthesis.noise import RADIUS, SENSITIVITY
 
@@ -286,16 +321,16 @@ def _summary(plan, noise, inc, opts, *, run_id, ledger_head, mode, anchors, n_pu
         "sigma_per_round": [noise.sigma] * noise.rounds,
         "c": noise.c, "cap": "gdp", "accountant": noise.accountant, "adjacency": noise.adjacency,
         "c_sweep": noise.sweep, "lp": noise.lp,
-        "inputs": {"public_examples": n_public, "private_examples_counted": n_private,
-                   "expected_private_per_round": float(noise.rho.sum()),
+        "anchors": "generated" if rel.initial is not None else "public (in the clear)",
+        "inputs": {"public_examples": rel.n_public, "private_examples_counted": rel.n_private,
+                   "untied_examples_counted": rel.n_untied, "untied_rho": noise.rho_u,
+                   "expected_counted_per_round": float(noise.rho.sum()),   # Σρ: tied + untied (floor on)
                    "held_out_examples": int(plan.test_mask.sum())},
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "bound": s.achieved_bound, "binding": s.binding,
                      "kl_this_run": s.kl_spent, "n_examples": s.n_examples, "sum_w": s.sum_w}
                     for s in plan.secrets],
-        "guarantee": ("every declared secret's reconstruction bound, composed over the rounds and the ledger's "
-                      "earlier runs, is <= its r; untied examples build the anchors in the clear and carry no "
-                      "guarantee (no undetected-secret floor); held-out examples never enter"),
-        "undetected_floor": None,          # the opt-out's record, set by `synthesize`
+        "guarantee": GUARANTEE_FLOOR if rel.initial is not None else GUARANTEE_OFF,
+        "undetected_floor": noise.floor,
         "generator": generator.describe(),
         "timings": timings, "per_round": rounds, "voting_cost": cost,
     }
