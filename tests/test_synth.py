@@ -117,6 +117,7 @@ def _oracle_bound(rhos, sigma: float, rounds: int, p: float) -> float:
                for d in (pld._pmf_remove, pld._pmf_add))
 
 
+@pytest.mark.slow
 def test_per_round_sigma_meets_every_target_composed_over_the_rounds(analysed):
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.source.split import split_from_config
@@ -150,6 +151,7 @@ def test_per_round_sigma_meets_every_target_composed_over_the_rounds(analysed):
     assert one.sigma < noise.sigma
 
 
+@pytest.mark.slow
 def test_the_floor_holds_over_the_rounds_with_every_untied_example_counted(analysed):
     """Floor on (the default): untied training examples are counted at ρ_u; a secret nobody
     declared, in k = 1 untied example, gets bound ≤ r over the T rounds at the calibrated σ
@@ -212,6 +214,7 @@ def test_release_adds_the_calibrated_noise_to_counts_and_sums():
 
 
 # -- the only path --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_released_statistics_are_the_only_path_from_private_examples(analysed, fresh_out, backend, monkeypatch):
     """Change one private example's text (ρ = 1: it is counted every round). With the noise held
     fixed (insecure test seed), the released statistics change, and the output is exactly what
@@ -269,6 +272,7 @@ def test_released_statistics_are_the_only_path_from_private_examples(analysed, f
     assert all(set(vars(s)) == {"counts", "sums"} for s in stats_a)
 
 
+@pytest.mark.slow
 def test_with_the_floor_untied_examples_too_reach_the_output_only_through_the_release(
         analysed, fresh_out, backend, monkeypatch):
     """Default mode (floor on): change one *untied* example's text. The anchors (built from the
@@ -443,6 +447,7 @@ def _plan_json(repo, out, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed, fresh_out, capsys):
     repo, _ = analysed
     before = _plan_json(repo, fresh_out("before"), capsys)
@@ -481,6 +486,7 @@ def test_the_ledger_records_the_synthesis_and_a_later_plan_pays_for_it(analysed,
 
 
 # -- the compare arm ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_compare_synth_arm_scores_the_same_held_out_rows_and_records_nothing(analysed, fresh_out):
     from repoguard.core.config import load_config
     from repoguard.evaluation.compare import run_compare
