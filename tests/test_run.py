@@ -342,3 +342,20 @@ def test_refusal_json_for_policy_and_input_errors():
 
     assert _refusal(PolicyError("budget spent")) == {"status": "refused", "exit_code": 1, "error": "budget spent"}
     assert _refusal(InputError("bad"))["status"] == "failed"
+
+
+def test_summary_seconds_are_this_runs_skipped_stages_say_skipped(tmp_path):
+    """Issue 28 item 1: night 2's JSON reported `seconds.analyze` (night 1's figure, from
+    run_state.json) although analyze was skipped. Only stages that ran in this run carry seconds."""
+    from repoguard.core.config import load_config
+    from repoguard.pipeline.context import Context, RunSettings
+    from repoguard.pipeline.runner import summarize
+
+    state = {"stages": {s: {"seconds": 17.984, "info": {}} for s in ("scan", "analyze", "plan", "train", "report")}}
+    state["stages"]["plan"]["seconds"] = 2.5
+    ctx = Context(repo=None, config=load_config(None, required=False), config_bytes=b"", config_path=None, out=tmp_path,
+                  settings=RunSettings(), state=state, say=lambda s: None,
+                  ran=["plan", "train", "report"], skipped=["scan", "analyze"])
+    s = summarize(ctx)
+    assert s["seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": 2.5, "train": 17.984, "report": 17.984}
+    assert list(s["seconds"]) == ["scan", "analyze", "plan", "train", "report"]

@@ -119,7 +119,11 @@ def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
 
 def summarize(ctx: Context) -> dict:
     """The final summary `repoguard run --json` prints: counts, σ, B, T, the retained fraction
-    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage."""
+    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage.
+
+    `seconds` holds the seconds of the stages that ran in *this* run and "skipped" for those
+    skipped; run_state.json keeps the seconds a skipped stage took when it last ran, and they are
+    not this run's (issue 28 item 1: night 2 reported night 1's analyze time)."""
     i = ctx.infos
     plan, train = i.get("plan", {}), i.get("train", {})
     return {
@@ -138,5 +142,16 @@ def summarize(ctx: Context) -> dict:
         "adapter": train.get("adapter"), "run_id": train.get("run_id"),
         "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
         "ledger": str(ctx.ledger),
-        "seconds": {s: ctx.recorded(s).get("seconds") for s in STAGES if ctx.recorded(s)},
+        "seconds": _seconds(ctx),
     }
+
+
+def _seconds(ctx: Context) -> dict:
+    """Per stage in pipeline order: the seconds it took in this run, or "skipped"."""
+    out = {}
+    for s in STAGES:
+        if s in ctx.ran:
+            out[s] = ctx.recorded(s).get("seconds")
+        elif s in ctx.skipped:
+            out[s] = "skipped"
+    return out
