@@ -68,3 +68,28 @@ def test_history_parts_memo_gives_the_same_bits_at_every_sigma():
         _fresh()
         cold = pld.pld_bound(mix, 1 / s, 10, 1e-10, history=hist)
         assert np.array_equal(cold[0], b) and np.array_equal(cold[1], e)
+
+
+def test_one_step_cache_keeps_the_pair_met_at_every_sigma(monkeypatch):
+    """Least recently used eviction: an earlier run's pair, met at every σ, stays cached while
+    this run's pairs (one per σ) come and go."""
+    monkeypatch.setattr(pld, "_ONE_STEP_MAX", 4)
+    _fresh()
+    old = mixture([0.03])
+    for k in range(10):
+        pld._discrete(old, 1 / 0.7, 5, 2e-3, "remove")
+        pld._discrete(mixture([0.01]), 1 / (0.3 + 0.01 * k), 5, 2e-3, "remove")
+        assert len(pld._ONE_STEP) <= 4
+    assert (old.m.tobytes(), old.logw.tobytes(), 1 / 0.7, 2e-3, "remove") in pld._ONE_STEP
+
+
+def test_one_step_deltas_reuse_q_tails_bit_for_bit():
+    """With an m = 0 component, Q's tails are read off the mixture's m = 0 column."""
+    from scipy.special import log_ndtr
+
+    mix = mixture([0.0123, 0.02])
+    z = np.linspace(-30, 40, 999)
+    ma = mix.m * (1 / 0.4)
+    assert ma[0] == 0
+    assert np.array_equal(log_ndtr(z[:, None] - ma[None, :])[:, 0], log_ndtr(z))
+    assert np.array_equal(log_ndtr(ma[None, :] - z[:, None])[:, 0], log_ndtr(-z))

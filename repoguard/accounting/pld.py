@@ -158,12 +158,18 @@ def _one_step_deltas(mix: Mixture, a: float, h: float, direction: str):
     z = _inverse(t, ma, off, np.interp(t, Lg, zg))
     e = eps[inside]
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_below = logsumexp(mix.logw[None, :] + log_ndtr(z[:, None] - ma[None, :]), axis=1)
-        p_above = logsumexp(mix.logw[None, :] + log_ndtr(ma[None, :] - z[:, None]), axis=1)
+        nd_below = log_ndtr(z[:, None] - ma[None, :])
+        nd_above = log_ndtr(ma[None, :] - z[:, None])
+        p_below = logsumexp(mix.logw[None, :] + nd_below, axis=1)
+        p_above = logsumexp(mix.logw[None, :] + nd_above, axis=1)
+        # Q's tails log Φ(z), log Φ(−z): the m = 0 column when there is one (z − 0 and 0 − z are
+        # z and −z exactly, so the same bits), else computed
+        q_below = nd_below[:, 0] if ma[0] == 0 else log_ndtr(z)
+        q_above = nd_above[:, 0] if ma[0] == 0 else log_ndtr(-z)
         if direction == "remove":        # δ = P(L>ε) − e^ε Q(L>ε); 1 − δ = P(L≤ε) + e^ε Q(L>ε)
-            la, lb, lc = p_above, e + log_ndtr(-z), p_below
+            la, lb, lc = p_above, e + q_above, p_below
         else:                            # δ = Q(L<−ε) − e^ε P(L<−ε); 1 − δ = Q(L≥−ε) + e^ε P(L<−ε)
-            la, lb, lc = log_ndtr(z), e + p_below, log_ndtr(-z)
+            la, lb, lc = q_below, e + p_below, q_above
         d[inside] = np.where(lb < la, np.exp(la) * -np.expm1(lb - la), 0.0)
         g[inside] = np.exp(np.logaddexp(lb, lc))
     return k0, np.clip(d, 0.0, 1.0), np.clip(g, 0.0, 1.0)
@@ -291,14 +297,15 @@ def _discrete(mix: Mixture, a: float, steps: int, h: float, direction: str) -> _
     if mix.n == 0 or a == 0.0 or steps == 0:
         return None                                     # nothing sampled: loss 0
     key = (mix.m.tobytes(), mix.logw.tobytes(), float(a), float(h), direction)
-    hit = _ONE_STEP.get(key)
-    if hit is None:
+    hit = _ONE_STEP.pop(key, None)          # least recently used first: an earlier run's pair,
+    if hit is None:                         # met at every σ, is never evicted
         mix = _coarsen(mix)
         k0, d, comp = _one_step_deltas(mix, a, h, direction)
         omega, w_inf = _connect_dots(k0, h, d, comp)
-        if len(_ONE_STEP) >= _ONE_STEP_MAX:
-            _ONE_STEP.clear()
-        _ONE_STEP[key] = hit = (omega, w_inf, k0, {})
+        while len(_ONE_STEP) >= _ONE_STEP_MAX:
+            _ONE_STEP.pop(next(iter(_ONE_STEP)))
+        hit = (omega, w_inf, k0, {})
+    _ONE_STEP[key] = hit
     memo = hit[3].setdefault(int(steps), {})            # per step count: spectra are `steps`-fold
     return _Discrete(hit[0], hit[1], hit[2], int(steps), memo)
 
