@@ -359,3 +359,15 @@ def test_summary_seconds_are_this_runs_skipped_stages_say_skipped(tmp_path):
     s = summarize(ctx)
     assert s["seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": 2.5, "train": 17.984, "report": 17.984}
     assert list(s["seconds"]) == ["scan", "analyze", "plan", "train", "report"]
+
+
+def test_a_no_op_run_does_not_import_scipy_stats():
+    """Issue 28 item 6 (no-op re-run ≤ 1 s): the stage digests read the ledger, which imports the
+    accounting package; scipy.stats (0.7 s) is imported only where the Poisson table is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys, repoguard.pipeline.runner, repoguard.pipeline.stages, repoguard.accounting.ledger; "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
