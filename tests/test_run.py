@@ -359,6 +359,7 @@ def test_summary_seconds_are_this_runs_skipped_stages_say_skipped(tmp_path):
     s = summarize(ctx)
     assert s["seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": 2.5, "train": 17.984, "report": 17.984}
     assert list(s["seconds"]) == ["scan", "analyze", "plan", "train", "report"]
+    assert s["cpu_seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": None, "train": None, "report": None}
 
 
 def test_a_no_op_run_does_not_import_scipy_stats():
