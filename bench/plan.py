@@ -53,7 +53,7 @@ def wagtail_like(n_ex: int, n_cred: int, rng) -> Incidence:
 def _clear_caches() -> None:
     from repoguard.accounting import pld
 
-    for name in ("_ONE_STEP", "_BOUNDS"):       # (an older tree may lack one: `--baseline-tree`)
+    for name in ("_ONE_STEP", "_BOUNDS"):       # an older tree (a copy of this file run on it) may lack one
         getattr(pld, name, {}).clear()
 
 
