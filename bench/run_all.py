@@ -79,6 +79,14 @@ def _corpus(out: str, side: Path | None):
     return rows
 
 
+def _plan(out: str, side: Path | None):
+    d = json.loads(out[out.index("{"):])
+    return [("plan, night 1 (c sweep, floor, baselines)", f"{d['night1_cpu_s']:.1f} s CPU ({d['night1_wall_s']:.1f} s wall)",
+             f"the LP alone {d['lp_cpu_s']:.2f} s CPU ({d['night1_over_lp_cpu']:.0f}×)"),
+            ("plan, night 2 (ledger: night 1)", f"{d['night2_cpu_s']:.1f} s CPU ({d['night2_wall_s']:.1f} s wall)",
+             f"night 1 ({d['night2_over_night1_cpu']:.2f}×); cold re-run identical: {d['cold_rerun_identical']}")]
+
+
 def _scan(out: str, side: Path | None):
     rows = []
     m = re.search(r"repoguard scan --no-git: .*?([\d.]+) MB/s wall.*?([\d.]+) MB per CPU-second", out)
@@ -108,6 +116,7 @@ SPECS = {
     "accounting": (lambda tmp: ["--scale", "0.005", "--baseline-sample", "20", "--json"], _accounting, False),
     "analyze": (lambda tmp: [_fixture(tmp), "--hook-files", "2", "--json", str(tmp / "analyze.json")], _analyze, True),
     "corpus": (lambda tmp: [_corpus_tree()], _corpus, False),
+    "plan": (lambda tmp: ["--examples", "3000", "--steps", "50", "--json"], _plan, False),
     "scan": (lambda tmp: ["--mb", "5", "--jobs", "2", "--detect-secrets-mb", "1"], _scan, False),
     "train": (lambda tmp: ["--examples", "64", "--batch-size", "16", "--micro-batch-size", "8",
                            "--max-length", "64", "--steps", "2", "--rounds", "3"], _train, False),

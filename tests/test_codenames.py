@@ -207,3 +207,26 @@ def test_path_mention_and_declared_paths_still_tie_the_whole_file(make_repo, tmp
         assert len(rows(path)) >= 5 and set(rows(path)) <= tied, path
     assert [(e.path, e.reason) for e in inc.evidence if e.analyzer == "codenames"] == [
         ("tools/bluefin_handlers.py", "path names codename 'Bluefin'")]
+
+
+def test_matching_loads_spacy_without_torch():
+    """Issue 28 item 6 (`analyze`): spaCy's thinc imports torch when it can (~0.9 s); the
+    codename matcher needs none of it. Matches are unchanged and torch still imports after."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from types import SimpleNamespace
+from repoguard.analyzers.codenames import Matcher
+m = Matcher([SimpleNamespace(id="alpha", codenames=["Falcon Refit", "Willow"])])
+got = m.find_spans("the falconRefit of FALCON refit, Willow and willow trees")
+print("torch" in sys.modules, sorted(got))
+import torch
+print(torch.ones(2).sum().item())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0].startswith("False ") and out[1] == "2.0"
+    spans = eval(out[0][len("False "):])                 # noqa: S307 - our own repr
+    assert {(s, n) for s, n, *_ in spans} == {("alpha", "Falcon Refit"), ("alpha", "Willow")}
+    assert len(spans) >= 3

@@ -364,3 +364,33 @@ def test_input_error_with_json_is_a_json_object(tmp_path, capsys):
     assert main(["plan", "--json", str(tmp_path)]) == 2       # not a git repository
     got = json.loads(capsys.readouterr().out)
     assert got["status"] == "failed" and got["exit_code"] == 2 and got["error"]
+
+
+def test_summary_seconds_are_this_runs_skipped_stages_say_skipped(tmp_path):
+    """Issue 28 item 1: night 2's JSON reported `seconds.analyze` (night 1's figure, from
+    run_state.json) although analyze was skipped. Only stages that ran in this run carry seconds."""
+    from repoguard.core.config import load_config
+    from repoguard.pipeline.context import Context, RunSettings
+    from repoguard.pipeline.runner import summarize
+
+    state = {"stages": {s: {"seconds": 17.984, "info": {}} for s in ("scan", "analyze", "plan", "train", "report")}}
+    state["stages"]["plan"]["seconds"] = 2.5
+    ctx = Context(repo=None, config=load_config(None, required=False), config_bytes=b"", config_path=None, out=tmp_path,
+                  settings=RunSettings(), state=state, say=lambda s: None,
+                  ran=["plan", "train", "report"], skipped=["scan", "analyze"])
+    s = summarize(ctx)
+    assert s["seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": 2.5, "train": 17.984, "report": 17.984}
+    assert list(s["seconds"]) == ["scan", "analyze", "plan", "train", "report"]
+    assert s["cpu_seconds"] == {"scan": "skipped", "analyze": "skipped", "plan": None, "train": None, "report": None}
+
+
+def test_a_no_op_run_does_not_import_scipy_stats():
+    """Issue 28 item 6 (no-op re-run ≤ 1 s): the stage digests read the ledger, which imports the
+    accounting package; scipy.stats (0.7 s) is imported only where the Poisson table is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys, repoguard.pipeline.runner, repoguard.pipeline.stages, repoguard.accounting.ledger; "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -261,3 +261,28 @@ def test_dictionary_is_read_offline(tmp_path):
     res = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "['abkhaz', 'january', 'okonkwo', 'window']"
+
+
+def test_memoised_terms_equal_the_plain_split():
+    """Issue 28 item 6: `_terms` memoises per chunk; the words it yields are the plain split's."""
+    import re
+
+    from repoguard.analyzers.codenames import split_identifiers
+    from repoguard.tagging import suggest as sg
+
+    def plain(text, *, path=False):
+        chunks = [text] if path else (m.group(0).strip(".'/") for m in sg._CHUNK.finditer(sg._URL.sub(" ", text)))
+        for chunk in chunks:
+            if not chunk or (not path and (sg._NOISY.search(chunk) or "-" in chunk)):
+                continue
+            for part in split_identifiers(chunk).split():
+                if re.fullmatch(r"[A-Za-z]+", part):
+                    yield part.lower()
+
+    texts = ["The falconRefit_v2 runs nightly; see http://x.example.com/a and Black-Scholes.",
+             "def alphaSignal(x): return x  # FalconBlend, falcon.core/util 3 times",
+             "repeat repeat Repeat REPEAT re_peat"] * 3
+    for t in texts:
+        assert list(sg._terms(t)) == list(plain(t))
+    for p in ("trading/alphaSignal/core_util", "a/b-c/d"):
+        assert list(sg._terms(p, path=True)) == list(plain(p, path=True))

@@ -33,12 +33,12 @@ so this bound is used only for a secret's first spending (callers check the ledg
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import log_ndtr, ndtri
 
-from repoguard.accounting.divergences import Mixture, logsumexp
+from repoguard.accounting.divergences import Mixture, logsumexp, logsumexp2
 
 DEFAULT_H = 2e-3          # loss-grid step (nats) of the one-step discretisation
 _TOP_TAIL = 1e-20         # each component's P-mass above the last knot is below this
@@ -95,6 +95,10 @@ def _coarsen(mix: Mixture) -> Mixture:
 
 def _log_ratio_and_slope(z: np.ndarray, ma: np.ndarray, off: np.ndarray):
     """L(z) and L'(z) for the mixture (vectorised over z)."""
+    if ma.size == 2:        # one example's pair: the same operations column by column (logsumexp2)
+        t0, t1 = off[0] + z * ma[0], off[1] + z * ma[1]
+        L = logsumexp2(t0, t1)
+        return L, np.exp(t0 - L) * ma[0] + np.exp(t1 - L) * ma[1]
     t = off[None, :] + z[:, None] * ma[None, :]
     L = logsumexp(t, axis=1)
     dL = np.sum(np.exp(t - L[:, None]) * ma[None, :], axis=1)
@@ -154,12 +158,18 @@ def _one_step_deltas(mix: Mixture, a: float, h: float, direction: str):
     z = _inverse(t, ma, off, np.interp(t, Lg, zg))
     e = eps[inside]
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_below = logsumexp(mix.logw[None, :] + log_ndtr(z[:, None] - ma[None, :]), axis=1)
-        p_above = logsumexp(mix.logw[None, :] + log_ndtr(ma[None, :] - z[:, None]), axis=1)
+        nd_below = log_ndtr(z[:, None] - ma[None, :])
+        nd_above = log_ndtr(ma[None, :] - z[:, None])
+        p_below = logsumexp(mix.logw[None, :] + nd_below, axis=1)
+        p_above = logsumexp(mix.logw[None, :] + nd_above, axis=1)
+        # Q's tails log Φ(z), log Φ(−z): the m = 0 column when there is one (z − 0 and 0 − z are
+        # z and −z exactly, so the same bits), else computed
+        q_below = nd_below[:, 0] if ma[0] == 0 else log_ndtr(z)
+        q_above = nd_above[:, 0] if ma[0] == 0 else log_ndtr(-z)
         if direction == "remove":        # δ = P(L>ε) − e^ε Q(L>ε); 1 − δ = P(L≤ε) + e^ε Q(L>ε)
-            la, lb, lc = p_above, e + log_ndtr(-z), p_below
+            la, lb, lc = p_above, e + q_above, p_below
         else:                            # δ = Q(L<−ε) − e^ε P(L<−ε); 1 − δ = Q(L≥−ε) + e^ε P(L<−ε)
-            la, lb, lc = log_ndtr(z), e + p_below, log_ndtr(-z)
+            la, lb, lc = q_below, e + p_below, q_above
         d[inside] = np.where(lb < la, np.exp(la) * -np.expm1(lb - la), 0.0)
         g[inside] = np.exp(np.logaddexp(lb, lc))
     return k0, np.clip(d, 0.0, 1.0), np.clip(g, 0.0, 1.0)
@@ -187,12 +197,16 @@ def _connect_dots(k0: int, h: float, delta: np.ndarray, comp: np.ndarray) -> tup
 
 @dataclass(frozen=True)
 class _Discrete:
-    """One step's connect-the-dots PLD: masses ω_k at losses (k0 + k)·h, ω_∞ at +∞, `steps`."""
+    """One step's connect-the-dots PLD: masses ω_k at losses (k0 + k)·h, ω_∞ at +∞, `steps`;
+    `memo` holds what `_composed` derives from the one-step PLD alone (its log-MGF at `_LAM`,
+    and for an earlier run's part its `steps`-fold spectrum per FFT size), shared by every call
+    that meets the same one-step pair: an earlier run's pair recurs at every σ a calibration tries."""
 
     omega: np.ndarray
     w_inf: float
     k0: int
     steps: int
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
@@ -219,21 +233,26 @@ def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
     if n > _MAX_FFT:
         return DeltaCurve(eps_grid, np.ones(eps_grid.size), h)
     spec = np.ones(n // 2 + 1, dtype=complex)
-    for d in parts:
-        w = np.zeros(n)
-        np.add.at(w, np.arange(d.omega.size) % n, d.omega)
-        spec *= np.fft.rfft(w) ** d.steps
+    for i, d in enumerate(parts):
+        key = ("spec", n, d.steps)
+        f = d.memo.get(key)
+        if f is None:
+            w = np.zeros(n)
+            np.add.at(w, np.arange(d.omega.size) % n, d.omega)
+            f = np.fft.rfft(w) ** d.steps
+            if i > 0:                   # an earlier run's part (`delta_curve`): recurs at every σ
+                d.memo.clear()          # one size kept, so the cache stays small
+                d.memo[key] = f
+        spec *= f
     pmf = np.fft.irfft(spec, n)
     # slot j holds the sum index ≡ j (mod n) inside [i_lo, i_lo + n): a rotation sorts them
     pmf = np.clip(np.roll(pmf, -(i_lo % n)), 0.0, None)
     s = (base + i_lo + np.arange(n)) * h                # ascending losses of the window
     # mass of the (finite part of the) sum above the window: Chernoff from the one-step MGFs
-    lam = np.geomspace(1e-2, 100.0, 33)
+    lam = _LAM
     log_mgf = np.zeros(lam.size)
     for d in parts:
-        lossk = (d.k0 + np.arange(d.omega.size)) * h
-        with np.errstate(divide="ignore"):
-            log_mgf += d.steps * logsumexp(np.log(d.omega)[None, :] + lam[:, None] * lossk[None, :], axis=1)
+        log_mgf += d.steps * _log_mgf(d, h)
     tail = float(np.exp(min(0.0, np.min(-lam * float(s[-1]) + log_mgf))))
     log_none = sum(d.steps * math.log1p(-d.w_inf) if d.w_inf < 1 else -math.inf for d in parts)
     inf_mass = -math.expm1(log_none)                    # some step's loss is +∞
@@ -250,6 +269,26 @@ def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
     return DeltaCurve(eps_grid, np.minimum(delta, 1.0), h)
 
 
+def _log_mgf(d: _Discrete, h: float) -> np.ndarray:
+    """log E[e^{λ·loss}] of one step's discrete PLD (finite part) at each λ of `_LAM`, memoised
+    on `d.memo` (the same operations as inline, so the same bits)."""
+    got = d.memo.get(("mgf", h))
+    if got is None:
+        lossk = (d.k0 + np.arange(d.omega.size)) * h
+        # logsumexp(log ω + λ·loss, axis=1) computed in one buffer: the same operations, in place
+        t = np.multiply(_LAM[:, None], lossk[None, :])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t += np.log(d.omega)[None, :]
+            m = np.max(t, axis=1, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)
+            t -= m
+            np.exp(t, out=t)
+            got = (np.log(np.sum(t, axis=1, keepdims=True)) + m).squeeze(axis=1)
+        d.memo[("mgf", h)] = got
+    return got
+
+
+_LAM = np.geomspace(1e-2, 100.0, 33)     # Chernoff exponents for the mass above the window
 _ONE_STEP: dict = {}      # (mixture, a, h, direction) → one step's discrete PLD; earlier runs' pairs
 _ONE_STEP_MAX = 256       # recur at every σ a calibration tries
 
@@ -258,15 +297,17 @@ def _discrete(mix: Mixture, a: float, steps: int, h: float, direction: str) -> _
     if mix.n == 0 or a == 0.0 or steps == 0:
         return None                                     # nothing sampled: loss 0
     key = (mix.m.tobytes(), mix.logw.tobytes(), float(a), float(h), direction)
-    hit = _ONE_STEP.get(key)
-    if hit is None:
+    hit = _ONE_STEP.pop(key, None)          # least recently used first: an earlier run's pair,
+    if hit is None:                         # met at every σ, is never evicted
         mix = _coarsen(mix)
         k0, d, comp = _one_step_deltas(mix, a, h, direction)
         omega, w_inf = _connect_dots(k0, h, d, comp)
-        if len(_ONE_STEP) >= _ONE_STEP_MAX:
-            _ONE_STEP.clear()
-        _ONE_STEP[key] = hit = (omega, w_inf, k0)
-    return _Discrete(hit[0], hit[1], hit[2], int(steps))
+        while len(_ONE_STEP) >= _ONE_STEP_MAX:
+            _ONE_STEP.pop(next(iter(_ONE_STEP)))
+        hit = (omega, w_inf, k0, {})
+    _ONE_STEP[key] = hit
+    memo = hit[3].setdefault(int(steps), {})            # per step count: spectra are `steps`-fold
+    return _Discrete(hit[0], hit[1], hit[2], int(steps), memo)
 
 
 def delta_curve(mix: Mixture, a: float, steps: int, direction: str = "remove", *,
@@ -294,6 +335,11 @@ def pld_bound(mix: Mixture, a: float, steps: int, prior, *, h: float = DEFAULT_H
     runs' (Mixture, a, steps)): the larger over the two directions of min_ε e^ε p + δ(ε).
     Returns (bounds in [p, 1], the ε (nats) at which each was attained)."""
     p = np.atleast_1d(np.asarray(prior, float))
+    key = (_mix_key(mix), float(a), int(steps), p.tobytes(), float(h),
+           tuple((_mix_key(m), float(x), int(t)) for m, x, t in history))
+    hit = _BOUNDS.get(key)
+    if hit is not None:             # a calibration meets the same (pair, σ) again: same bits
+        return hit[0].copy(), hit[1].copy()
     eps_max = float(np.log(1.0 / p.min()))
     out, at = np.zeros(p.size), np.zeros(p.size)
     for direction in ("remove", "add"):
@@ -301,7 +347,19 @@ def pld_bound(mix: Mixture, a: float, steps: int, prior, *, h: float = DEFAULT_H
         bigger = b > out
         out = np.where(bigger, b, out)
         at = np.where(bigger, e, at)
-    return np.maximum(out, p), at
+    res = np.maximum(out, p), at
+    if len(_BOUNDS) >= _BOUNDS_MAX:
+        _BOUNDS.clear()
+    _BOUNDS[key] = (res[0].copy(), res[1].copy())
+    return res
+
+
+_BOUNDS: dict = {}        # `pld_bound`'s arguments (by value) → its result; the plan's calibrations
+_BOUNDS_MAX = 4096        # (c sweep, floor, uniform and KL baselines) repeat some evaluations
+
+
+def _mix_key(mix: Mixture) -> tuple:
+    return (mix.m.tobytes(), mix.logw.tobytes(), int(mix.n))
 
 
 def pair_record(mix: Mixture, a: float, steps: int) -> dict:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import poisson
 
 from repoguard.accounting.divergences import Mixture
 from repoguard.accounting.pld import delta_curve
@@ -59,6 +58,8 @@ def grid_index(lam: np.ndarray) -> np.ndarray:
 
 def capped_poisson(lam: float, n_max: int) -> Mixture:
     """The law of min(X, n_max), X ~ Poisson(lam), as a `Mixture` (support 0..n_max)."""
+    from scipy.stats import poisson     # here: scipy.stats costs ~0.7 s to import (a no-op run)
+
     m = np.arange(n_max + 1)
     lw = poisson.logpmf(m, lam)
     lw[-1] = poisson.logsf(n_max - 1, lam)          # P(X ≥ n_max)

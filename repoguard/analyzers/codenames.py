@@ -171,9 +171,7 @@ class Matcher:
         self._nlp = None
 
     def _build(self) -> None:
-        import spacy
-        from spacy.matcher import PhraseMatcher
-
+        spacy, PhraseMatcher = _spacy()
         self._nlp = spacy.blank("en")
         self.lower = PhraseMatcher(self._nlp.vocab, attr="LOWER")
         self.exact = PhraseMatcher(self._nlp.vocab, attr="ORTH")
@@ -213,6 +211,25 @@ class Matcher:
                     last = doc[j - 1]
                     out.append((sid, name, start + doc[i].idx, start + last.idx + len(last.text)))
         return out
+
+
+def _spacy():
+    """(spacy, PhraseMatcher), imported without torch when torch is not loaded yet: thinc, under
+    spaCy, imports torch if it can (~0.9 s of spaCy's ~1.8 s), and a blank tokenizer with a
+    phrase matcher uses none of it (issue 28 item 6: `analyze`). `import torch` is made to fail
+    only while spaCy is imported; a later `import torch` (training) loads it as usual."""
+    import sys
+
+    block = "torch" not in sys.modules and "spacy" not in sys.modules
+    if block:
+        sys.modules["torch"] = None         # type: ignore[assignment]  # `import torch` → ImportError
+    try:
+        import spacy
+        from spacy.matcher import PhraseMatcher
+    finally:
+        if block and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return spacy, PhraseMatcher
 
 
 def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int, int, int]]:

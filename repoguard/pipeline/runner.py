@@ -6,6 +6,7 @@ artefacts the stage reads, and its flags) and recorded with the digest of what i
 `OUT/run_state.json` (format version 1):
 
     {"format_version": 1, "stages": {name: {"inputs": sha256, "outputs": sha256, "seconds": s,
+      "cpu_seconds": user + system CPU seconds (this process and its children),
       "max_rss_mb": peak RSS of the process so far, "info": {...}, "finished": UTC ISO}}}
 
 A stage is skipped when its input digest matches the recorded one and its artefacts still hash
@@ -64,10 +65,10 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
         if name == "train":
             key = _replan_if_ledger_moved(ctx, st, key)
         say(f"[{n}/{len(order)}] {name} …")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         info = stage.execute(ctx)
         secs = time.perf_counter() - t0
-        _record(ctx, name, stage, key=key, inputs=inputs, info=info, seconds=secs)
+        _record(ctx, name, stage, key=key, inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
         say(f"[{n}/{len(order)}] {name}: done in {secs:.1f} s{stage.describe(info)}")
         if name == "scan" and settings.fail_on_findings and info.get("findings"):
             raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
@@ -75,7 +76,14 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
     return summarize(ctx)
 
 
-def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dict, seconds: float) -> None:
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and its waited-for children so far."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dict, seconds: float,
+            cpu: float | None = None) -> None:
     """Note stage `name` as run in this run and save its state record (after every stage, so a
     failure keeps what finished)."""
     ctx.infos[name] = info
@@ -85,6 +93,7 @@ def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dic
         ctx.ran.append(name)
     ctx.state.setdefault("stages", {})[name] = {
         "inputs": key, "outputs": stage.outputs(ctx), "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3) if cpu is not None else None,
         "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "info": info, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "inputs_detail": inputs,
@@ -107,11 +116,11 @@ def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
         return train_key
     ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
     stage = st.STAGE_FUNCS["plan"]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     info = stage.execute(ctx)
     secs = time.perf_counter() - t0
     inputs = stage.inputs(ctx)
-    _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs)
+    _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
     ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
             f"in {secs:.1f} s{stage.describe(info)}")
     return digest(st.STAGE_FUNCS["train"].inputs(ctx))
@@ -119,7 +128,11 @@ def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
 
 def summarize(ctx: Context) -> dict:
     """The final summary `repoguard run --json` prints: counts, σ, B, T, the retained fraction
-    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage."""
+    Σw/n, min/max over secrets of achieved bound / configured r, paths, seconds per stage.
+
+    `seconds` holds the seconds of the stages that ran in *this* run and "skipped" for those
+    skipped; run_state.json keeps the seconds a skipped stage took when it last ran, and they are
+    not this run's (issue 28 item 1: night 2 reported night 1's analyze time)."""
     i = ctx.infos
     plan, train = i.get("plan", {}), i.get("train", {})
     return {
@@ -138,5 +151,16 @@ def summarize(ctx: Context) -> dict:
         "adapter": train.get("adapter"), "run_id": train.get("run_id"),
         "audit": i.get("audit"), "report": i.get("report", {}).get("html"),
         "ledger": str(ctx.ledger),
-        "seconds": {s: ctx.recorded(s).get("seconds") for s in STAGES if ctx.recorded(s)},
+        "seconds": _seconds(ctx), "cpu_seconds": _seconds(ctx, "cpu_seconds"),
     }
+
+
+def _seconds(ctx: Context, field: str = "seconds") -> dict:
+    """Per stage in pipeline order: the (wall or CPU) seconds it took in this run, or "skipped"."""
+    out = {}
+    for s in STAGES:
+        if s in ctx.ran:
+            out[s] = ctx.recorded(s).get(field)
+        elif s in ctx.skipped:
+            out[s] = "skipped"
+    return out

@@ -46,7 +46,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
 
     from repoguard.source.corpus import load_corpus
     from repoguard.planning.plan import load_plan
-    from repoguard.training.data import default_redactor, example_texts, tokenize
+    from repoguard.training.data import TokenSeqs, default_redactor, example_texts
     from repoguard.training.ddp import init_from_env, shutdown, sync_parameters
     from repoguard.training.guard import LedgerGuard
     from repoguard.training.base_model import check_manifest, embedded_base, write_manifest
@@ -98,7 +98,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
         if cfg.gradient_checkpointing:
             enable_gradient_checkpointing(model)
         sync_parameters([p for p in model.parameters() if p.requires_grad], dist)
-        seqs = tokenize(texts, tok, max_length=cfg.max_length)
+        seqs = TokenSeqs(texts, tok, max_length=cfg.max_length)      # tokenised as sampled
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size,
                                  checkpoint_every=cfg.checkpoint_every, steps=opts.steps,
                                  private=opts.private, seed=cfg.seed,

@@ -218,7 +218,10 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     if abs(float(np.sum(plan.rho)) - plan.batch_size) > 1e-6 * plan.batch_size:
         # Still private (any public divisor is), but not the plan the accountant analysed.
         log.warning("plan: Σρ = %.6g differs from B = %g", float(np.sum(plan.rho)), plan.batch_size)
-    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    # token counts for grouping micro-batches; a `TokenSeqs` tokenises only the rows sampled
+    lengths = getattr(seqs, "lengths", None)
+    if lengths is None:
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     held_out = plan.test_mask
     if np.any(plan.rho[held_out] != 0):
         raise PrivacyInvariantError("plan: a held-out example has ρ > 0; it would be trained on")
@@ -380,6 +383,8 @@ def _micro_batch_size(settings: TrainSettings, *, dp: DPStep, seqs, pad_id: int,
         return settings.micro_batch_size
     if torch.device(device).type != "cuda" or not seqs:
         return CPU_DEFAULT
+    if hasattr(seqs, "fetch"):      # a `TokenSeqs`: every row in one tokenizer call
+        seqs.fetch(range(len(seqs)))
     longest = max(seqs, key=len)
 
     def run_one(n: int) -> None:     # forward + backward + clipping, result discarded
