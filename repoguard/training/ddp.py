@@ -92,4 +92,5 @@ def shutdown(d: Dist) -> None:
         import torch.distributed as dist
 
         if dist.is_initialized():
+            dist.barrier()      # no rank tears gloo down while another still has work in flight
             dist.destroy_process_group()
