@@ -73,6 +73,8 @@ def test_url_credentials_every_scheme(engine, scheme):
     'see https://docs.python.org/3/library/urllib.html#module-urllib',
     "- 'github://org:repo@sha/precip/catalog.yml', where the sha is included",
     'url = URL("https://jo%40email.com:a%20secret@www.host.io")',
+    '-   ``s3://aws_key:aws_secret@mybucket/path/to/export.csv``',      # scrapy's docs
+    '"s3://uri_key:uri_secret@mybucket/export.csv",',                   # scrapy's tests
 ])
 def test_url_credentials_placeholders_rejected(engine, text):
     assert "url-credentials" not in _ids(engine, text)

@@ -19,6 +19,15 @@ _URL = re2.compile(
     rb"\b([A-Za-z][A-Za-z0-9+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{1,128})"
     rb":([^\s@/?#\"'<>`\\]{1,256})@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})")
 _SKIP_HOST = (b"localhost:", )
+# A password spelled as a variable name of a credential (`aws_secret`, `uri_secret`, `db_pass`:
+# lower-case words joined by `_`, no digit, one of them a credential word) names the value it
+# stands for; scrapy's docs and tests write `s3://aws_key:aws_secret@bucket`.
+_NAME_WORDS = {b"secret", b"password", b"passwd", b"pass", b"pwd", b"pw", b"key", b"token"}
+
+
+def _names_a_credential(raw: bytes) -> bool:
+    parts = raw.split(b"_")
+    return len(parts) > 1 and all(x.isalpha() and x.islower() for x in parts) and bool(_NAME_WORDS & set(parts))
 
 
 def find(data: bytes, path: str) -> Iterator[Hit]:
@@ -28,7 +37,7 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
         if b"$" in pw[:2] or b"{" in pw or b"%(" in pw:
             continue
         raw = unquote_to_bytes(pw)
-        if is_placeholder(raw, min_len=3) or raw.lower() == unquote_to_bytes(user).lower():
+        if is_placeholder(raw, min_len=3) or raw.lower() == unquote_to_bytes(user).lower() or _names_a_credential(raw):
             continue
         if any(c in b" \t" for c in raw) or (raw.isalpha() and raw.islower() and len(raw) < 8):
             continue  # "a secret", "org:repo": documentation, not a password
