@@ -50,6 +50,10 @@ class EvalSet:
     def rows(self) -> list[int]:
         return sorted(self.seqs)
 
+    def slice_rows(self) -> dict[str, list[int]]:
+        """slice → the plan rows it scores (JSON-able): `compare` checks every arm scores the same."""
+        return {k: [int(x) for x in v] for k, v in self.slices.items()}
+
     def describe(self) -> dict:
         """Sizes per slice (examples, lines), for eval.json."""
         return {k: {"examples": int(v.size), "lines": len(self.lines.get(k, []))} for k, v in self.slices.items()}

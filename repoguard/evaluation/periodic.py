@@ -60,6 +60,14 @@ class PeriodicEval:
                 self._pending_base = res
             self._write()
 
+    def curve(self, *, shift: int = 0, skip: int = 0) -> list[dict]:
+        """The history as the report's curve: step (+ `shift`), public loss (`metrics.headline`)
+        and per slice {loss, accuracy, exact_match}; the first `skip` entries left out."""
+        keep = ("loss", "accuracy", "exact_match")
+        return [{"step": h["step"] + shift, "loss": headline(h["slices"]),
+                 "slices": {k: {m: v.get(m) for m in keep} for k, v in h["slices"].items()}}
+                for h in self.history[skip:]]
+
     @property
     def latest(self) -> float | None:
         """The latest evaluation's headline loss (`metrics.headline`), or None."""
