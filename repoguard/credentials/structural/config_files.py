@@ -16,9 +16,10 @@ from typing import Iterator
 import re2
 
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.structural.placeholders import is_placeholder, is_reserved_host
 
-_NETRC = re2.compile(rb"\bmachine\s+[^\s\"']+(?:\s+(?:login|account)\s+[^\s\"']+){0,2}\s+password\s+([^\s\"']+)")
+# The password ends at whitespace, a quote or a backslash (`"...password P\\n"` written from code).
+_NETRC = re2.compile(rb"\bmachine\s+([^\s\"']+)(?:\s+(?:login|account)\s+[^\s\"']+){0,2}\s+password\s+([^\s\"'\\]+)")
 _NPMRC = re2.compile(rb"(?m)(?:^|[\s:/\"'])(_authToken|_auth|_password)[ \t]*=[ \t]*[\"']?([A-Za-z0-9+/=._~-]{8,})(?:[\s\"']|$)")
 _INI_PW = re2.compile(rb"(?mi)^[ \t]*password[ \t]*[=:][ \t]*([^\s#;]+)")
 _DOCKER = re2.compile(rb"\"(auth|identitytoken|registrytoken)\"\s*:\s*\"([^\"]{8,1000})\"")
@@ -40,9 +41,9 @@ def _userpass_ok(raw: bytes | None) -> bool:
 
 def netrc(data: bytes, path: str) -> Iterator[Hit]:
     for m in _NETRC.finditer(data):
-        pw = m.group(1)
-        if not (pw.startswith((b"$", b"%")) or is_placeholder(pw, min_len=3)):
-            yield Hit(*m.span(1), pw)
+        pw = m.group(2)
+        if not (pw.startswith((b"$", b"%")) or is_placeholder(pw, min_len=3) or is_reserved_host(m.group(1))):
+            yield Hit(*m.span(2), pw)
 
 
 def npmrc(data: bytes, path: str) -> Iterator[Hit]:

@@ -17,8 +17,10 @@ from repoguard.credentials.structural.placeholders import is_placeholder
 _KIND = re2.compile(rb"(?mi)^[ \t]*kind:[ \t]*[\"']?Secret[\"']?[ \t]*(?:#.*)?$")
 _BLOCK = re2.compile(rb"(?m)^([ \t]*)(data|stringData):[ \t]*\r?$")
 _ITEM = re2.compile(rb"^([ \t]+)([\"']?[A-Za-z0-9_.\-]+[\"']?):[ \t]*([^\r\n]*)$")
+# `type` and `provider` are the Service Binding spec's well-known entries (servicebinding.io, "Well-known
+# Secret Entries"): they name the backing service, not a credential.
 _PUBLIC = (b"ca.crt", b"tls.crt", b".pub", b"username", b"user", b"host", b"port", b"database",
-           b"namespace", b"server", b"url", b"email", b".crt", b"config", b"region")
+           b"namespace", b"server", b"url", b"email", b".crt", b"config", b"region", b"type", b"provider")
 
 
 def _values(data: bytes, lo: int, hi: int) -> Iterator[tuple[bytes, int, int, bool]]:

@@ -27,6 +27,16 @@ _TEMPLATE = re.compile(rb"^(?:\$\{?[A-Za-z_]|\$\(|%\(|%[sd]$|\{\{|\{[A-Za-z_0-9]
                        rb"|@[A-Za-z_]+@$|__[A-Z_]+__$|#\{|ENV\[|process\.env|os\.environ|getenv)")
 
 
+# Names reserved for documentation and tests (RFC 2606, RFC 6761): no credential for them is real.
+_RESERVED_HOST = re.compile(rb"(?i)^(?:[0-9a-z_-]+\.)*(?:example\.(?:com|net|org)|[0-9a-z_-]+\.(?:example|test|invalid))\.?(?::[0-9]*)?$")
+
+
+def is_reserved_host(host: bytes) -> bool:
+    """True when `host` (optionally `:port`) is `example.com`/`.net`/`.org`, or under `.example`,
+    `.test` or `.invalid` (RFC 2606 §2–3, RFC 6761 §6): a credential for it cannot be real."""
+    return _RESERVED_HOST.match(host.strip(b"[]").rstrip(b".:")) is not None
+
+
 def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
     """True when `value` is empty/short, a template (`${X}`, `{{ x }}`, `%(x)s`, `<x>`, `$X`),
     masked (`****`, `xxxx`), one repeated character, a sample word (`password`, `changeme`) or

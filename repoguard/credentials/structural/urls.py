@@ -2,7 +2,8 @@
 FTP, SSH, LDAP, caches, ...), as RFC 3986 §3.2.1 `userinfo` (deprecated there for the password
 part precisely because it leaks). The secret is the password; placeholders, template variables,
 `user == password` sample pairs (`guest:guest`), passwords with spaces and short lower-case words
-(`github://org:repo@sha`, documentation forms) are rejected.
+(`github://org:repo@sha`, documentation forms) and hosts reserved for documentation (`example.com`,
+`*.test`, RFC 2606) are rejected.
 """
 from __future__ import annotations
 
@@ -12,13 +13,12 @@ from urllib.parse import unquote_to_bytes
 import re2
 
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.structural.placeholders import is_placeholder, is_reserved_host
 
 # scheme (RFC 3986 §3.1), userinfo without '/', '?', '#', '@', whitespace or quotes, then a host.
 _URL = re2.compile(
     rb"\b([A-Za-z][A-Za-z0-9+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{1,128})"
     rb":([^\s@/?#\"'<>`\\]{1,256})@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})")
-_SKIP_HOST = (b"localhost:", )
 # A password spelled as a variable name of a credential (`aws_secret`, `uri_secret`, `db_pass`:
 # lower-case words joined by `_`, no digit, one of them a credential word) names the value it
 # stands for; scrapy's docs and tests write `s3://aws_key:aws_secret@bucket`.
@@ -34,6 +34,13 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
     """Hits for each URL carrying a real-looking password: (offset of the password, its end, it)."""
     for m in _URL.finditer(data):
         user, pw = m.group(2), m.group(3)
+        a = m.start(3)
+        if b"," in pw:  # a multi-host authority (libpq, MongoDB): `h1:123,user:pw@h2`; the last segment's userinfo
+            head, _, seg = pw.rpartition(b",")
+            if b":" not in seg:
+                continue
+            user, pw = seg.split(b":", 1)
+            a += len(head) + 1 + len(user) + 1
         if b"$" in pw[:2] or b"{" in pw or b"%(" in pw:
             continue
         raw = unquote_to_bytes(pw)
@@ -43,8 +50,9 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
             continue  # "a secret", "org:repo": documentation, not a password
         if m.group(4).startswith(b"[") and not m.group(4).rstrip(b".").endswith(b"]"):
             continue
-        a, b = m.span(3)
-        yield Hit(a, b, pw)
+        if is_reserved_host(m.group(4)):
+            continue
+        yield Hit(a, m.end(3), pw)
 
 
 DETECTORS = (Detector("url-credentials", "Password in a URL's userinfo (scheme://user:password@host)",
