@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import re2
 
 from repoguard.credentials.allowlist import compile_allowlist, is_allowed
+from repoguard.credentials.alphabet import mixed_alphabet
 from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
@@ -445,6 +446,8 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
+        if r.id in VETOED and mixed_alphabet(secret):
+            return None  # two base64 alphabets, or `~`: hand-typed, not a generated key
         if self._vendor_prefixes and (r.priority >= GENERIC or "name-only" in r.tags) \
                 and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value

@@ -1,0 +1,50 @@
+"""Generic findings need a value in one token alphabet (credentials.alphabet, issue 27): a value
+mixing standard and URL-safe base64, or holding `~` outside an Azure client secret's shape, is
+hand-typed or mangled, not a generated key. Vendor rules and password rules are not affected."""
+from __future__ import annotations
+
+import pytest
+
+from repoguard.credentials.alphabet import mixed_alphabet
+from repoguard.credentials.engine import Engine
+from repoguard.credentials.rules import load_rules
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.build(load_rules())
+
+
+def _ids(engine, text: str) -> list[str]:
+    return [f.rule_id for f in engine.scan(text.encode(), "app/settings.py")]
+
+
+@pytest.mark.parametrize("value,mixed", [
+    (b"Zq8/vT2m+Wx4Lp9RkQ3nB7cD", False),          # standard base64
+    (b"Zq8-vT2m_Wx4Lp9RkQ3nB7cD", False),          # URL-safe base64
+    (b"0f1e2d3c4b5a69788796a5b4c3d2e1f0", False),  # hex
+    (b"Zq8/vT2m_Wx4Lp9RkQ3nB7cD", True),           # both alphabets
+    (b"Zq8+vT2m-Wx4Lp9RkQ3nB7cD", True),
+    (b"Tq8~vZ2mWx4Lp9RkQ3nB7cD", True),            # `~`: in no RFC 4648 alphabet
+    (b"Xy_8Q~Zq8vT2m.Wx4Lp9RkQ3nB7cD-a1b2c3d4e5", False),  # an Azure client secret's shape
+])
+def test_mixed_alphabet(value, mixed):
+    assert mixed_alphabet(value) is mixed
+
+
+@pytest.mark.parametrize("text", [
+    '[DEBUG] Using Acme Key=Tq8~vZ2mWx4Lp9RkQ3nB7cD',
+    'API_KEY = "Zq8/vT2m_Wx4Lp9RkQ3nB7cD"',
+    '{"provider": "acme", "secret": "Zq8+vT2m-Wx4Lp9RkQ3nB7cD"}',
+])
+def test_generic_rules_skip_mixed_alphabets(engine, text):
+    assert _ids(engine, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    'API_KEY = "Zq8/vT2m+Wx4Lp9RkQ3nB7cD"',
+    'API_KEY = "Zq8-vT2m_Wx4Lp9RkQ3nB7cD"',
+    'password = "Tq8~vZ2m-Wx4/Lp9"',                # a password may mix anything
+])
+def test_one_alphabet_and_passwords_still_found(engine, text):
+    assert _ids(engine, text)
