@@ -510,3 +510,104 @@ def test_compare_synth_arm_scores_the_same_held_out_rows_and_records_nothing(ana
 
     assert headline(arm["slices"]) > 0       # scored on the base's rows (compare raises otherwise)
     assert not (out / "ledger.jsonl").exists() and not (out / "synth").exists()   # measured, never recorded
+
+
+# -- the compare arm's settings (--synth-n/-rounds/-variations/-clusters) ---------------------------
+TINY_ARM = {"n": 4, "rounds": 2, "variations": 1, "clusters": 3}
+
+
+def _small_cfg(repo):
+    from repoguard.core.config import load_config
+
+    return dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training, max_length=48,
+                               eval_max_examples=8, eval_max_lines=2, micro_batch_size=8, eval_every=0)
+
+
+def test_synth_settings_default_and_reject_bad_values_naming_the_flag(tmp_path, capsys):
+    """`synth_settings`: SYNTH_ARM for nothing given, a typed value replaces its default; ≤ 0, a
+    non-integer or a bool is a one-line InputError naming the compare flag, before any work (on
+    the CLI: exit 2, one line on stderr)."""
+    from repoguard.core.errors import InputError
+    from repoguard.evaluation.synth_arm import SYNTH_ARM, synth_settings
+
+    assert synth_settings(None) == SYNTH_ARM == {"n": 32, "rounds": 3, "variations": 2, "clusters": 16}
+    assert synth_settings({"n": "128", "clusters": 8, "rounds": None}) == {**SYNTH_ARM, "n": 128, "clusters": 8}
+    for name, bad in (("n", 0), ("rounds", -1), ("variations", "1.5"), ("clusters", "x"), ("n", 2.0),
+                      ("n", True), ("rounds", "")):
+        with pytest.raises(InputError, match=f"--synth-{name}"):
+            synth_settings({name: bad})
+    (tmp_path / "plain").mkdir()
+    capsys.readouterr()
+    for flag, bad, what in (("--synth-n", "0", "≥ 1"), ("--synth-rounds", "-2", "≥ 1"),
+                            ("--synth-variations", "1.5", "integer"), ("--synth-clusters", "many", "integer")):
+        assert main(["compare", str(tmp_path / "plain"), "--arms", "synth", flag, bad]) == 2, flag
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and flag in err[0] and what in err[0], err
+
+
+@pytest.mark.slow
+def test_compare_synth_settings_reach_the_arm_are_recorded_and_key_its_saved_result(analysed, fresh_out,
+                                                                                      monkeypatch):
+    """`synth=` (the --synth-* flags) reaches SecPE (the rounds run with that N, T, L, K), the
+    result and the table record the settings, and they are part of the saved result's key: the
+    same settings reuse it, another N trains the arm again (so does --fresh)."""
+    from repoguard.evaluation import synth_arm
+    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.synthesis import rounds as rounds_mod
+
+    repo, _ = analysed
+    out = fresh_out()
+    assert main(["plan", "-q", str(repo), "--out", str(out), "--batch-size", "8", "--steps", "2", "--c", "1"]) == 0
+    cfg = _small_cfg(repo)
+    seen = []
+    real = rounds_mod.run_rounds
+    monkeypatch.setattr(rounds_mod, "run_rounds",
+                        lambda stats, gen, emb, **kw: seen.append((len(stats), kw["n"], kw["variations"]))
+                        or real(stats, gen, emb, **kw))
+
+    def cmp(synth, resume=True):
+        return run_compare(root=repo, out=out, cfg=cfg, arms=("synth",), steps=2, seed=SEED, risk=False,
+                           show_progress=False, synth=synth, resume=resume)
+
+    doc = cmp(TINY_ARM)
+    arm = doc["arms"]["synth"]
+    assert seen == [(TINY_ARM["rounds"], TINY_ARM["n"], TINY_ARM["variations"])]      # one release per round
+    assert {k: arm["synthesis"][k] for k in synth_arm.SYNTH_ARM} == TINY_ARM
+    assert arm["synthesis"]["examples"] == TINY_ARM["n"] and arm["meets_floor"] is True
+    assert "synth (N = 4, T = 2, L = 1, K = 3)" in format_table(doc)
+    saved = json.loads((out / "compare" / "synth.json").read_text())
+    assert saved["key"]["synthesis"] == TINY_ARM
+    assert cmp(dict(TINY_ARM))["arms"]["synth"]["seconds"] == arm["seconds"] and len(seen) == 1   # reused
+    other = cmp({**TINY_ARM, "n": 5})["arms"]["synth"]                                            # retrained
+    assert len(seen) == 2 and seen[-1][1] == 5 and other["synthesis"]["n"] == 5
+    assert other["synthesis"]["examples"] == 5
+    assert json.loads((out / "compare" / "synth.json").read_text())["key"]["synthesis"]["n"] == 5
+    cmp({**TINY_ARM, "n": 5}, resume=False)                                                       # --fresh
+    assert len(seen) == 3
+
+
+@pytest.mark.slow
+def test_floor_sweep_trains_the_synth_arm_at_every_level(analysed, fresh_out):
+    """`--floors`: synth meets the floor (by default), so the sweep trains it at every level with
+    the floor enforced (its σ falls and its floor bound stays ≤ r as r grows), reusing the main
+    result at the main floor's r; it can be a level's best arm."""
+    from repoguard.evaluation.compare import format_table, run_compare, swept_arms
+
+    assert swept_arms(("hush", "drop", "synth", "no-dp")) == ["hush", "synth"]
+    repo, _ = analysed
+    out = fresh_out()
+    assert main(["plan", "-q", str(repo), "--out", str(out), "--batch-size", "8", "--steps", "2", "--c", "1"]) == 0
+    levels = (1e-3, 1e-2)
+    doc = run_compare(root=repo, out=out, cfg=_small_cfg(repo), arms=("synth", "drop"), steps=2, seed=SEED,
+                      risk=False, show_progress=False, synth=TINY_ARM, floors=levels)
+    lv = doc["levels"]
+    assert set(lv["arms"]) == {"synth"} and set(lv["references"]) == {"drop"}
+    pts = lv["arms"]["synth"]
+    assert [x["r"] for x in pts] == list(levels)
+    assert all(x["meets_floor"] and x["floor_bound"] <= x["r"] * (1 + 1e-9) for x in pts)
+    assert pts[0]["sigma"] == doc["arms"]["synth"]["sigma"] and pts[1]["sigma"] <= pts[0]["sigma"]
+    lvl = json.loads((out / "compare" / "levels" / "synth@r=0.01.json").read_text())
+    assert lvl["key"]["synthesis"] == TINY_ARM and lvl["key"]["floor"]["r"] == 1e-2
+    assert lvl["result"]["floor"]["r"] == 1e-2 and lvl["result"]["synthesis"]["anchors"] == "generated"
+    assert [b["arm"] for b in lv["best"]] == ["synth", "synth"]
+    assert "floor sweep" in format_table(doc)

@@ -3,7 +3,9 @@ no-dp, two-phase, two-phase-noised) from the same base with the plan's B, T and 
 protected arm at the same declared targets and undetected floor (`--undetected`, default the
 config's) against one ledger snapshot, and print their held-out metrics (and, when both the hush
 and no-dp arms are there, how DP moves their at-risk examples). `--floors r1,r2,…` trains the
-protected arms again at each floor level: the Pareto picture of floor bound against public loss."""
+protected arms (and `synth` when named) again at each floor level: the Pareto picture of floor
+bound against public loss. `--synth-n/-rounds/-variations/-clusters` set the opt-in synth arm's
+SecPE settings (default `synth_arm.SYNTH_ARM`)."""
 from __future__ import annotations
 
 NAME = "compare"
@@ -31,6 +33,15 @@ def register(parser) -> None:
     parser.add_argument("--steps", type=int, default=None, help="steps per arm (default: the plan's T)")
     parser.add_argument("--phase1-steps", type=int, default=None, metavar="T1",
                         help="phase-1 steps of the two-phase arms (default: [training] phase1_steps, else T)")
+    from repoguard.evaluation.synth_arm import SYNTH_ARM
+
+    for name, flag, meta, what in (("n", "--synth-n", "N", "examples kept per round (N_syn)"),
+                                   ("rounds", "--synth-rounds", "T", "rounds"),
+                                   ("variations", "--synth-variations", "L", "variations per kept example"),
+                                   ("clusters", "--synth-clusters", "K", "anchors (K-means clusters)")):
+        # Read as text and checked by `synth_arm.synth_settings`: a one-line error naming the flag.
+        parser.add_argument(flag, dest=f"synth_{name}", default=None, metavar=meta,
+                            help=f"synth arm: SecPE {what} (default {SYNTH_ARM[name]}; a positive integer)")
     parser.add_argument("--fresh", action="store_true", help="retrain arms whose saved result matches")
     parser.add_argument("--no-risk", action="store_true",
                         help="skip the at-risk ranking of the hush and no-dp arms (audit risk on both)")
@@ -59,12 +70,16 @@ def run(args) -> int:
         raise InputError(f"--repeats: must be ≥ 1, got {args.repeats}")
     if args.phase1_steps is not None and args.phase1_steps < 1:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
+    from repoguard.evaluation.synth_arm import synth_settings
+
+    synth = synth_settings({k: getattr(args, f"synth_{k}", None) for k in ("n", "rounds", "variations", "clusters")})
     floor = resolve(config, args.undetected)
     floors = parse_floors(args.floors, floor.p) if args.floors is not None else None
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,
                       resume=not args.fresh, show_progress=not (args.quiet or args.json),
                       floor=floor, risk=not args.no_risk, floors=floors,
-                      risk_sample=args.risk_sample, phase1_steps=args.phase1_steps, repeats=args.repeats)
+                      risk_sample=args.risk_sample, phase1_steps=args.phase1_steps, repeats=args.repeats,
+                      synth=synth)
     if args.json:
         print_json(doc)
     elif not args.quiet:

@@ -45,6 +45,15 @@ from repoguard.evaluation.protection import ARMS
 
 TWO_PHASE = {"two-phase": "clear", "two-phase-noised": "noised"}
 OPT_IN_ARMS = ("synth",)     # run only when named in --arms (the synthesis costs generation time)
+SWEPT_OPT_IN = ("synth",)    # opt-in arms that meet the floor (by default), so `--floors` sweeps them too
+
+
+def swept_arms(arms) -> list[str]:
+    """The arms of `arms` that `--floors` trains again at each level: those of
+    `protection.PROTECTED` and the opt-in arms that meet the floor (`SWEPT_OPT_IN`: synth)."""
+    from repoguard.evaluation.protection import PROTECTED
+
+    return [a for a in arms if a in PROTECTED or a in SWEPT_OPT_IN]
 
 
 def arm_plan(name: str, base_plan, incidence, *, floor=None, snap=None, phase1=None):
@@ -87,7 +96,7 @@ def parse_floors(text: str, p: float) -> tuple[float, ...]:
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
                 risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None,
-                repeats: int = 1) -> dict:
+                repeats: int = 1, synth: dict | None = None) -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
     "split": digest, "eval_set": sizes, "risk": summary or None, "floor": the floor record,
     "ledger": the snapshot's summary, "levels": the floor sweep or None}. Results are saved per
@@ -97,8 +106,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     Equal protection (`evaluation.protection`): one `LedgerSnapshot` of `OUT/ledger.jsonl` is
     taken before any arm and every arm's plan is calibrated against it, at the declared targets
     and the floor `floor` (`config.Undetected`, a legacy (p, r), or None = the base plan's).
-    `floors` (levels r, `parse_floors`): each arm of `protection.PROTECTED` in `arms` is trained
-    again at every level (floor (k, p, r_level), declared targets unchanged), under
+    `floors` (levels r, `parse_floors`): each arm of `protection.PROTECTED` in `arms`, and `synth`
+    when named (`swept_arms`), is trained again at every level (floor (k, p, r_level), declared targets unchanged), under
     `OUT/compare/levels/`; the references once. `doc["levels"]`: {"k", "p", "r": levels,
     "arms": {arm: [{"r", "sigma", "public_loss", "floor_bound", "meets_floor", …} per level]},
     "references": {arm: {"public_loss", "floor_bound"}}, "best": [{"r", "arm", "public_loss"}]}.
@@ -118,13 +127,18 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     and `doc["repeats"]` = {arm: `repeat_summary`} (mean ± sample sd, min, max of the public and
     secret-tied losses).
     `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T).
-    Raises InputError (bad steps, no held-out split, unknown arm) and PolicyError (the ledger's
+    `synth`: the synth arm's SecPE settings {"n", "rounds", "variations", "clusters"} (missing or
+    None entries: `synth_arm.SYNTH_ARM`); recorded in its result (`"synthesis"`) and its saved
+    result's key, so other settings retrain it.
+    Raises InputError (bad steps, no held-out split, unknown arm, a synth setting that is not a
+    positive integer) and PolicyError (the ledger's
     spending leaves some target or the floor unreachable)."""
     import torch
 
     from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.metrics import plan_evaluator
-    from repoguard.evaluation.protection import PROTECTED, base_floor, snapshot
+    from repoguard.evaluation.protection import base_floor, snapshot
+    from repoguard.evaluation.synth_arm import synth_settings
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
@@ -134,6 +148,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.training.trainer import plan_fingerprint
     from repoguard.planning.undetected import as_undetected
 
+    synth = synth_settings(synth)           # before any work: a bad setting is a one-line InputError
     base_plan = load_plan(out)
     if not base_plan.test_mask.any():
         raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
@@ -173,7 +188,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     ctx = _Ctx(base=base, tok=tok, seqs=seqs, es=ev0.es, rows0=rows0, cfg=cfg, total=total, seed=seed,
                incidence=incidence, base_plan=base_plan, snap=snap, phase1=(b1, t1), resume=resume,
                show_progress=show_progress, base_metrics=doc["base"], cdir=cdir, base_saved=bool(cfg.model),
-               corpus=corpus, redactor=default_redactor(out, root))
+               corpus=corpus, redactor=default_redactor(out, root), synth=synth)
     plans = {}
     if repeats < 1:
         raise InputError(f"--repeats: must be ≥ 1, not {repeats}")
@@ -191,7 +206,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
                                      keep=False)[0])
             doc["repeats"][name] = repeat_summary(runs)
     if levels:
-        doc["levels"] = _sweep(ctx, [a for a in arms if a in PROTECTED], und, levels, doc, key)
+        doc["levels"] = _sweep(ctx, swept_arms(arms), und, levels, doc, key)
     for name, r in doc["arms"].items():
         if r["eval_rows"] != rows0:       # every arm is scored on exactly the same test examples
             raise RuntimeError(f"compare: arm {name} was scored on other held-out rows than the base")
@@ -233,6 +248,7 @@ class _Ctx:
     base_saved: bool
     corpus: object = None      # the synth arm reads public and private texts through these
     redactor: object = None
+    synth: dict | None = None  # the synth arm's SecPE settings (None: `synth_arm.SYNTH_ARM`)
 
 
 def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool):
@@ -253,6 +269,10 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
     akey = {**key, "floor": und.record()}
     if name in TWO_PHASE:
         akey.update(phase1_steps=ctx.phase1[1], phase1_batch_size=ctx.phase1[0], phase1_lr=cfg.phase1_lr)
+    if name == "synth":         # other SecPE settings are another arm: never reuse across them
+        from repoguard.evaluation.synth_arm import synth_settings
+
+        akey["synthesis"] = synth_settings(ctx.synth)
     if ctx.resume and path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         if (old.get("key") == akey and old["result"].get("eval_rows") == ctx.rows0
@@ -483,6 +503,10 @@ def format_table(doc: dict) -> str:
         br = ("≤ 1 (calibrated)" if name == "uniform" and r["bound_ratio_max"] is None else "—"
               if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
         label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
+        if r.get("synthesis"):
+            from repoguard.evaluation.synth_arm import synth_label
+
+            label = f"{name} ({synth_label(r['synthesis'])})"
         sw = f"{r['sum_w_over_n']:.3f}" if r.get("sum_w_over_n") is not None else "—"    # synth: none
         rows.append((label, f"{r['sigma']:.4g}", sw, *_cells(r["slices"].get("public")),
                      *_cells(r["slices"].get("secret-tied")), br, f"{fb:.2g}" if fb is not None else "none",

@@ -7,11 +7,46 @@ import copy
 import time
 from pathlib import Path
 
-SYNTH_ARM = {"n": 32, "rounds": 3, "variations": 2, "clusters": 16}   # the synth arm's SecPE settings
+SYNTH_ARM = {"n": 32, "rounds": 3, "variations": 2, "clusters": 16}   # the synth arm's default SecPE settings
+SYNTH_FLAGS = {"n": "--synth-n", "rounds": "--synth-rounds", "variations": "--synth-variations",
+               "clusters": "--synth-clusters"}          # `compare`'s flag for each setting
+
+
+def synth_settings(values: dict | None = None) -> dict:
+    """The synth arm's SecPE settings: `SYNTH_ARM` with `values` ({"n", "rounds", "variations",
+    "clusters"} → int, or a string as typed on the command line; None entries keep the default).
+    Raises InputError, one line naming the `compare` flag, for an unknown setting or a value that
+    is not a positive integer (strings like "1.5", "x", "0", "-2"; floats; booleans)."""
+    from repoguard.core.errors import InputError
+
+    out = dict(SYNTH_ARM)
+    for name, value in (values or {}).items():
+        if name not in SYNTH_ARM:
+            raise InputError(f"synth arm: unknown setting {name!r} (known: {', '.join(SYNTH_ARM)})")
+        if value is None:
+            continue
+        flag = SYNTH_FLAGS[name]
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise InputError(f"{flag}: must be a positive integer, not {value!r}")
+        if isinstance(value, str):
+            try:
+                value = int(value.strip(), 10)
+            except ValueError:
+                raise InputError(f"{flag}: must be a positive integer, not {value!r}") from None
+        if value < 1:
+            raise InputError(f"{flag}: must be a positive integer (≥ 1), not {value}")
+        out[name] = int(value)
+    return out
+
+
+def synth_label(settings: dict) -> str:
+    """'N = 32, T = 3, L = 2, K = 16': the settings as the table and README write them."""
+    return (f"N = {settings['n']}, T = {settings['rounds']}, L = {settings['variations']}, "
+            f"K = {settings['clusters']}")
 
 
 def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
-    """The `synth` arm: a SecPE corpus (`synthesis`, settings `SYNTH_ARM`, the base model as
+    """The `synth` arm: a SecPE corpus (`synthesis`, settings `ctx.synth`, default `SYNTH_ARM`; the base model as
     generator and embedder) calibrated to the same declared targets *and floor `und`* against
     the same ledger snapshot, then the base fine-tuned *without noise* on it (LoRA, the same B,
     T, lr), scored on the same held-out rows. Nothing is recorded or published. With the floor
@@ -37,7 +72,8 @@ def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
 
     cfg, bp = ctx.cfg, ctx.base_plan
     seed = ctx.seed if ctx.seed is not None else _secrets.randbits(32)
-    opts = SynthOptions(**SYNTH_ARM, max_length=cfg.max_length, max_new_tokens=min(96, cfg.max_length),
+    synth = synth_settings(getattr(ctx, "synth", None))
+    opts = SynthOptions(**synth, max_length=cfg.max_length, max_new_tokens=min(96, cfg.max_length),
                         seed=seed, insecure_reproducible=ctx.seed is not None, show_progress=False)
     gen = LocalLM(ctx.base, ctx.tok, max_new_tokens=opts.max_new_tokens)
     emb = MeanPooled(ctx.base, ctx.tok, max_length=cfg.max_length)
@@ -83,7 +119,7 @@ def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
             "seconds": time.perf_counter() - t0, "steps": ctx.total,
             "eval_rows": ev.es.slice_rows(), "protection": "floor" if und.enabled else "declared",
             "meets_floor": bool(floor["bound"] <= und.r * (1 + 1e-9)) if und.enabled else None, "floor": floor,
-            "synthesis": {**SYNTH_ARM, "examples": n, "noise_std": rel.noise.noise_std, "c": rel.noise.c,
+            "synthesis": {**synth, "examples": n, "noise_std": rel.noise.noise_std, "c": rel.noise.c,
                           "randomness": rel.mode, "anchors": "generated" if und.enabled else "public (clear)",
                           "untied_rho": rel.noise.rho_u, "untied_counted": rel.n_untied,
                           "tied_counted": rel.n_private, "rounds_s": rounds_s}}
