@@ -36,6 +36,9 @@ NOT_CREDENTIALS = [
     ("url = 'elasticsearch+https://fake_user:fake_pass@localhost:9200/'", "t/test_elasticsearch.py"),
     ('    # user: "me", password: "user@domain.com"', "tests/test_utils_url.py"),
     ('conn = "DSN=mydsn;UID=ed;PWD=pass+word"', "tests/test_engine.py"),
+    ('RABBITMQ_PASSWORD="t3s71ng"', "funtests/stress/run/provision/provision.sh"),
+    ("broker_url = 'pyamqp://testing:t3s71ng@192.168.33.123//testing'", "funtests/stress/templates.py"),
+    ("assert x.password == 'bosco'", "t/unit/backends/test_redis.py"),
     # hosts reserved for documentation (RFC 2606): no credential for them is real
     ('FEED_URI = "ftp://user:2%23um25%21M%23JZ@ftp.example.com/%(name)s.csv"', "tests/test_feedexport.py"),
     ("engine = create_engine('postgresql://app:Zq8vT2mWx4Lp@db.example.org:5432/app')", "docs/engines.rst"),
@@ -72,6 +75,8 @@ STILL_CREDENTIALS = [
      'stringData:\n  type: "postgresql"\n  password: "Zq8vT2mWx4Lp"\n', "k8s/db.yml", "kubernetes-secret-manifest"),
     ('conn = "DSN=mydsn;UID=ed;PWD=Zq8+vT2m+Wx4L"', "app/db.py", "sqlserver-connection-string-password"),
     ("model = Model(password='IAmSensitive7!')", "pkg/types.py", "password-assignment"),
+    ('RABBITMQ_PASSWORD="t3s7-Zq8vT2m"', "provision.sh", "password-assignment"),
+    ("assert x.password == 'Zq8vT2mWx4'", "t/unit/backends/test_redis.py", "password-comparison"),
 ]
 
 
@@ -83,3 +88,13 @@ def test_real_source_false_positive_is_not_reported(engine, text, path):
 @pytest.mark.parametrize("text,path,rule", STILL_CREDENTIALS, ids=[r for _, _, r in STILL_CREDENTIALS])
 def test_its_real_looking_twin_is_still_reported(engine, text, path, rule):
     assert rule in _ids(engine, text, path)
+
+
+@pytest.mark.parametrize("path,where", [
+    ("t/unit/security/__init__.py", "test"),         # Perl's and celery's top-level t/
+    ("funtests/stress/templates.py", "test"),
+    ("src/t/config.py", "source"),                   # only a top-level t/ is a test directory
+])
+def test_test_directories(path, where):
+    from repoguard.credentials.triage import location
+    assert location(path) == where

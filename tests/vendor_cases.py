@@ -5,7 +5,7 @@ random (seeded), never a real credential.
 `cases(seed)` → [(text, path, label, family)], label 1 for a credential, 0 for a negative:
 - kw-log, kw-prose, kw-config, kw-code: a value of a documented row's shape (or, for a name-only
   row, a random 32/40-character key) next to the vendor's name, in log lines, prose, configs, code;
-- neg-wrong-length / neg-wrong-charset: a documented vendor's name next to a random value of the
+- neg-wrong-length / neg-wrong-charset: a documented vendor's name (rows that veto) next to a random value of the
   wrong length (outside the documented range by 5–12) or with characters outside its alphabet;
 - neg-far: the vendor's name three lines away from a value under an identifier's name;
 - neg-placeholder, neg-framework, neg-conn-placeholder, neg-jenkins: placeholders (`YOUR_…`,
@@ -120,16 +120,18 @@ def cases(seed: int = 27) -> list[tuple[str, str, int, str]]:
         tpl, path = rng.choice(CONFIG + CODE)
         out.append((_fill(tpl, alias, _value(rng, row)), path, 1, "kw-config" if (tpl, path) in CONFIG else "kw-code"))
         chars = _chars(row.cls)
-        if row.alphabet != "uuid" and (rng.random() < 0.6 or chars == DIGITS + LOWER + UPPER):
-            n = rng.choice([max(8, row.lo - rng.randint(5, 9)), row.hi + rng.randint(6, 12)])
-            v, fam = _value(rng, row, n), "neg-wrong-length"
-        else:
-            v = list(_value(rng, row))
-            other = "".join(c for c in DIGITS + LOWER + UPPER + "~." if c not in chars) or "~."
-            for k in rng.sample(range(len(row.prefix) + 1, len(v) - 1), max(3, len(v) // 6)):
-                v[k] = rng.choice(other)
-            v, fam = "".join(v), "neg-wrong-charset"
-        out.append((_fill(rng.choice(LOG[:3] + PROSE[:1]), alias, v), "logs/app.log", 0, fam))
+        # `veto = false`: another shape may still be this vendor's secret, so no wrong-shape negative
+        if row.veto:
+            if row.alphabet != "uuid" and (rng.random() < 0.6 or chars == DIGITS + LOWER + UPPER):
+                n = rng.choice([max(8, row.lo - rng.randint(5, 9)), row.hi + rng.randint(6, 12)])
+                v, fam = _value(rng, row, n), "neg-wrong-length"
+            else:
+                v = list(_value(rng, row))
+                other = "".join(c for c in DIGITS + LOWER + UPPER + "~." if c not in chars) or "~."
+                for k in rng.sample(range(len(row.prefix) + 1, len(v) - 1), max(3, len(v) // 6)):
+                    v[k] = rng.choice(other)
+                v, fam = "".join(v), "neg-wrong-charset"
+            out.append((_fill(rng.choice(LOG[:3] + PROSE[:1]), alias, v), "logs/app.log", 0, fam))
         if rng.random() < 0.3:
             filler = "\n".join(rng.sample(FILLER, 3))
             out.append((f"# {alias} integration\n{filler}\nrequest_id = \"{_value(rng, row)}\"\n", "app.py", 0, "neg-far"))

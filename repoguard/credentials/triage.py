@@ -24,7 +24,7 @@ _FIXTURE_DIRS = {"fixtures", "fixture", "__fixtures__", "testdata", "test_data",
                  "testfiles", "test-fixtures", "mocks", "__mocks__", "mock", "stubs", "snapshots",
                  "__snapshots__", "cassettes", "golden", "testresources"}
 _TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "e2e", "integration-tests",
-              "unittests", "unit_tests", "androidtest", "src/test"}
+              "unittests", "unit_tests", "androidtest", "src/test", "funtests", "functional_tests"}
 _DOC_DIRS = {"docs", "doc", "documentation", "man", "site", "website", "wiki", "_site"}
 _EXAMPLE_DIRS = {"examples", "example", "samples", "sample", "demo", "demos", "tutorial",
                  "tutorials", "quickstart", "playground", "sandbox", "templates"}
@@ -46,8 +46,8 @@ def location(path: str, line: bytes = b"") -> str:
     dirs, name = parts[:-1], path.rsplit("/", 1)[-1]
     if any(d in _FIXTURE_DIRS for d in dirs):
         return "fixture"
-    if any(d in _TEST_DIRS for d in dirs) or _TEST_FILE.match(name):
-        return "test"
+    if any(d in _TEST_DIRS for d in dirs) or _TEST_FILE.match(name) or dirs[:1] == ["t"]:
+        return "test"   # a top-level t/ is Perl's test directory, and celery's (t/unit, t/integration)
     if any(d in _EXAMPLE_DIRS for d in dirs) or _EXAMPLE_FILE.match(name):
         return "example"
     if any(d in _DOC_DIRS for d in dirs) or _DOC_FILE.match(name):
