@@ -90,12 +90,14 @@ def test_priority_is_the_declared_field(backend):
 
 def test_declared_priority_levels():
     """Rules without a declared level get `default_priority`; detectors declare theirs, the
-    keyword-context detector the lowest (CONTEXT), and the engine keeps the declared value."""
+    keyword-context and client-constructor detectors the lowest (CONTEXT), and the engine keeps
+    the declared value."""
     assert Rule(id="generic-x", description="", regex="x").priority == GENERIC
     assert Rule(id="x", description="", regex="x", source="rules/generic.toml").priority == GENERIC
     assert Rule(id="acme-x", description="", regex="x").priority == VENDOR
     levels = {d.id: d.priority for d in all_detectors()}
     assert levels.pop("generic-keyword-context") == CONTEXT
+    assert levels.pop("generic-client-key") == CONTEXT
     assert set(levels.values()) == {STRUCTURAL}
     eng = Engine(RuleSet(rules=()), use_hyperscan=False)
     assert {c.rule.id: c.rule.priority for c in eng._det_compiled}["generic-keyword-context"] == CONTEXT

@@ -54,10 +54,18 @@ ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
 _CACHE_VERSION = 4
-_CONTEXT = 4096
+_CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 # Generic key/token rules whose candidates a vendor-keyword veto removes (never the password rules:
 # a password next to a vendor's name is still a password).
-VETOED = frozenset(("generic-api-key", "generic-keyword-context", "generic-hex-secret"))  # bytes of a line kept around a match for line-target allowlists and markers
+VETOED = frozenset(("generic-api-key", "generic-keyword-context", "generic-hex-secret", "generic-client-key"))
+# The generic rules on the weakest evidence (a secret word nearby, a client's constructor): a veto
+# naming one of them (a common key shape the vendor's rows reject) removes them both.
+WEAK_GENERIC = frozenset(("generic-keyword-context", "generic-client-key"))
+
+
+def _vetoes(veto_rule: str, rule_id: str) -> bool:
+    """Does a veto span naming `veto_rule` ("" for every rule of VETOED) remove `rule_id`'s finding?"""
+    return veto_rule in ("", rule_id) or (veto_rule in WEAK_GENERIC and rule_id in WEAK_GENERIC)
 
 
 @dataclass
@@ -290,7 +298,7 @@ class Engine:
                 spans.append((hc, h.start, h.end, h.start, h.end, h.secret))
         if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
             spans = [sp for sp in spans if sp[0].rule.id not in VETOED
-                     or not any(a < sp[4] and sp[3] < b and rid in ("", sp[0].rule.id) for a, b, rid in vetoes)]
+                     or not any(a < sp[4] and sp[3] < b and _vetoes(rid, sp[0].rule.id) for a, b, rid in vetoes)]
         kept: list[Finding] = []
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))

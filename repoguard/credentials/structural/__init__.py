@@ -22,13 +22,13 @@ from repoguard.credentials.structural.base import Detector, Hit  # noqa: F401  (
 
 def all_detectors() -> tuple[Detector, ...]:
     """Every structural detector, in a fixed order (ids are unique)."""
-    from repoguard.credentials.structural import (ci_secrets, config_files, connection_strings, http_auth,
+    from repoguard.credentials.structural import (ci_secrets, client_calls, config_files, connection_strings, http_auth,
                                                   invocations, jwt, keyword_context, kubernetes,
                                                   named_secrets, private_keys, urls, vendor_keywords)
     out: list[Detector] = []
     # keyword_context last: the most generic; on a shared span the engine keeps the other finding
     for mod in (urls, http_auth, config_files, ci_secrets, kubernetes, connection_strings, private_keys, jwt,
-                invocations, named_secrets, vendor_keywords, keyword_context):
+                invocations, named_secrets, vendor_keywords, client_calls, keyword_context):
         out += mod.DETECTORS
     assert len({d.id for d in out}) == len(out)
     return tuple(out)

@@ -21,8 +21,10 @@ The value is a run of token characters (`[A-Za-z0-9+/_=~.-]`) that must look ran
 character, H = −Σ p log₂ p [Shannon 1948]) at least 0.75·log₂ min(length, alphabet) where the
 alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not a placeholder
 (`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
-example UUID), a repetition, an identifier made of words (`AccessTokenProvider2`,
-`SECRET_KEY_2024`), a dotted name or version, or a file/URL path.
+example UUID), hex edited by hand (`alphabet.edited_hex`), a repetition, an identifier made of
+words (`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a dotted name or version, or a
+file/URL path. A value glued to a character no token holds (`…Yc0$`, `…f3?`, `…9a!x`) is part
+of a longer string, not a generated key.
 
 The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
 `key_path`, `secret_name`, `token_type`), public keys (`public_key`, `publishable_key`),
@@ -56,6 +58,7 @@ from typing import Iterable, Iterator
 
 import re2
 
+from repoguard.credentials.alphabet import edited_hex
 from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.priority import CONTEXT
@@ -97,6 +100,8 @@ _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _NAMECH = _ALNUM | frozenset(b"_.-")
 _TOKCH = _ALNUM | frozenset(b"+/_=~.-")
 _SEP = frozenset(b" \t\"'`()[]\\")
+_GLUE = frozenset(b"?!$%^*#|")  # never in or right after a generated token (`%` unless URL-encoding)
+_PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _OPS = frozenset(b"=:>")  # `=`, `:`, `=>`, and `>` closing an XML tag (`<apiKey>v</apiKey>`)
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
 
@@ -128,6 +133,7 @@ _NOT_CREDENTIAL = frozenset(
 _LOG_LINE = re.compile(rb"\[(?i:debug|info|warn|warning|error|trace|fatal)\]|\b(?:DEBUG|INFO|WARN|WARNING|ERROR|TRACE|FATAL)\b"
                        rb"|level=")
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
+_NUMBER = re.compile(rb"[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")  # 1.7976931348623157e+308: a float
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
 _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
@@ -281,8 +287,8 @@ def random_token(tok: bytes) -> bool:
         return False
     if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
         return False
-    if _VERSION.match(tok) or _path_or_dotted(tok) or is_placeholder(tok) or _hand_typed(tok) \
-            or _identifier_like(tok):
+    if _VERSION.match(tok) or _NUMBER.fullmatch(tok) or _path_or_dotted(tok) or is_placeholder(tok) \
+            or _hand_typed(tok) or _identifier_like(tok) or edited_hex(tok):
         return False
     if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
         return False
@@ -347,12 +353,53 @@ def _namelike(seg: bytes) -> bool:
     return bool(core) and core.isalpha() and len(seg) - len(core) <= 2 and len(seg) <= 32
 
 
+# What a bare `key` labels when it names a credential (`_key_label`).
+_SECTION = re.compile(rb"[ \t]*\[([A-Za-z0-9_. -]{1,64})\][ \t]*\r?$")
+_HOLDER = frozenset(b"config configuration conf cfg settings options opts credentials creds params auth client "
+                    b"clients keys secrets".split())
+
+
+def _key_label(data: bytes, s: int) -> bool:
+    """True when the bare `key` starting at `s` names a credential, not a mapping's key: in a log
+    line (`[DEBUG] Using Acme Key=v`); as a label in prose (`Acme API Key: v`, `- Acme (key): v`:
+    a word and a space before it); as the key of an INI section (`[acme]` on the line above); or
+    in an object named for settings or a request's parameters (`acmeConfig = { key: 'v' }`,
+    `params={"key": "v"}`). A word before it that names a lookup or public key (`cache key:`,
+    `public key:`, `[gpg]`) keeps it a mapping's key."""
+    ls = data.rfind(b"\n", max(0, s - 200), s) + 1 if s else 0
+    line = data[max(ls, s - 200):s]
+    if _LOG_LINE.search(line):
+        return True
+    head = line.rstrip(b" \t\"'")
+    if head.endswith(b"{"):  # an object literal: its name says what it holds
+        words = _words(head[:-1].rstrip(b" \t=:("))
+        return bool(words) and words[-1] in _HOLDER
+    if line.strip(b" \t") == b"":  # first on its line: an INI section's key?
+        prev_end = ls - 1
+        while prev_end > 0:
+            ps = data.rfind(b"\n", max(0, prev_end - 200), prev_end) + 1
+            prev = data[ps:prev_end]
+            if prev.strip():
+                m = _SECTION.match(prev)
+                return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
+            prev_end = ps - 1
+        return False
+    if line[-1:] not in (b" ", b"\t", b"("):
+        return False
+    if line.endswith(b"(") and line[-2:-1] not in (b" ", b"\t"):
+        return False  # `f(key=…)`: an argument named key
+    words = _words(line.rstrip(b" \t(")[-40:])
+    return bool(words) and line.rstrip(b" \t(")[-1:].isalnum() and words[-1] not in _NOT_CREDENTIAL
+
+
 def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] | None:
     """(value start, value end, the name before it, weak) for the keyword at data[ks:ke], or None.
     `weak`: the value was joined to its name by a log line's or prose's glue (` - `, ` is `, a
     log line's bare `Key=`), so it must also have a common key shape (`common_key_shape`).
     A bare `key` assigned a value (`key: v`, `"key": "v"`) is a mapping's key (Kubernetes
-    selectors, i18n tables, test vectors), not a credential's name: None."""
+    selectors, i18n tables, test vectors), not a credential's name: None, unless `_key_label`
+    says the place names a credential (a log line, a prose label, an INI section, a settings
+    object); then the value is weak."""
     n = len(data)
     s = ks
     while s > 0 and ks - s < 48 and data[s - 1] in _NAMECH:
@@ -409,8 +456,8 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         if b"(" in data[i:j] and not _NOUN_RE.search(data[s:name_end]):
             return None  # `auth(...)`, `OAuth(...)`: a verb or protocol, not the secret's name
         if op and data[s:name_end].lower() == b"key":
-            if not _LOG_LINE.search(data[max(data.rfind(b"\n", max(0, s - 200), s) + 1, s - 200, 0):s]):
-                return None  # a mapping's bare `key:`; in a log line (`[DEBUG] Using Acme Key=v`) a key
+            if not _key_label(data, s):
+                return None  # a mapping's bare `key:`
             weak = True
         e = _value_end(data, j)
         if e - j >= 16 and random_token(data[j:e]):
@@ -475,6 +522,8 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
             after = data[b:b + 64].lstrip(b" \t")[:1]
             if after in (b"(", b"[") or data[b - 3:b] == b"...":
                 continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample
+            if b < len(data) and data[b] in _GLUE and not (data[b] == 37 and _PCT.match(data, b)):
+                continue  # `…Yc0$`, `…3f?`: the value goes on past what a token holds
             while b > a and data[b - 1] in b".-_~":
                 b -= 1
             tok = data[a:b]

@@ -11,10 +11,12 @@ looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
-is returned as a veto span (for `generic-keyword-context` only when the token has a common key
-shape, `keyword_context.common_key_shape`: maybe a format the table lacks); next to a name-only
-vendor, a token without a common key shape is vetoed for `generic-keyword-context`; the engine drops `generic-api-key` / `generic-keyword-context` /
-`generic-hex-secret` findings on it (a Mailgun-named value of the wrong length is no key at all).
+is returned as a veto span (for the weak-evidence generic detectors only, `generic-keyword-context`
+and `generic-client-key` (engine.WEAK_GENERIC), when the token has a common key shape,
+`keyword_context.common_key_shape`: maybe a format the table lacks); next to a name-only vendor, a
+token without a common key shape is vetoed for those two; the engine drops `generic-api-key` /
+`generic-keyword-context` / `generic-hex-secret` / `generic-client-key` findings on it (a
+Mailgun-named value of the wrong length is no key at all).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 
 DIST = 40  # bytes between the vendor's name and its value (either side)
 TAGS = ("keyword-anchored",)
-CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto that detector only
+CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto the weak-evidence detectors only
 NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
 _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

@@ -1,0 +1,51 @@
+"""A literal key handed to an SDK client's constructor, the way most SDKs take their API key (the
+first argument): `new Acme\\Client("v")`, `const client = new Client('v')`, `acme.New("v")`,
+`acme.NewClient("v")`, `AcmeClient('v')`, `Acme::Client.new("v")`, `new AcmeApi('v')`.
+
+The callee must name a client (`…Client`, `…client`, `…Api`/`…API`, `…Sdk`/`…SDK`, a Go package's
+`New`/`NewClient`), the argument must be one quoted literal followed by `)` or `,`, and the value
+must have a common key shape (`keyword_context.common_key_shape`) and look generated
+(`keyword_context.random_token`); a UUID is an id (a tenant, a client id), not a key. Findings use
+the rule id `generic-client-key` (a generic rule: medium severity, the lowest priority, and the
+vendor table's veto applies: a Mailgun client given a value of the wrong shape is no Mailgun key).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import re2
+
+from repoguard.credentials.priority import CONTEXT
+from repoguard.credentials.structural.base import Detector, Hit
+from repoguard.credentials.structural.keyword_context import common_key_shape, random_token
+
+# The callee (a client's name), `(`, one quoted literal, then `)` or `,`. Matched case-sensitively:
+# `Client`/`client` end a name, `New` is Go's constructor, `Api`/`Sdk` end a class name.
+_VALUE = rb"[A-Za-z0-9+/_=.-]{16,128}"
+_CALL = re2.compile(
+    rb"(?:(?:\bnew[ \t]+[\\A-Za-z0-9_.:]*[A-Za-z0-9_](?:Client|Api|API|Sdk|SDK))"
+    rb"|(?:[A-Za-z0-9_]*(?:Client|client)(?:\.new)?)|(?:\b([a-z][a-z0-9_]*)\.New(?:Client)?))"
+    rb"[ \t]*\([ \t]*(?:\"(" + _VALUE + rb")\"|'(" + _VALUE + rb")'|`(" + _VALUE + rb")`)[ \t]*[,)]")
+# The prefilter, in the engine's Hyperscan database (caseless): a call's `(` and quote right after
+# a name ending in client/new/api/sdk, then 16 token characters.
+PREFILTER = rb"(?:client|new|api|sdk)[ \t]{0,8}\([ \t]{0,8}[\"'`][0-9a-z+/_=.-]{16}"
+_NOT_CLIENTS = (b"errors", b"xerrors", b"template")  # Go packages whose New takes a message or a name
+_UUID = re2.compile(rb"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[Hit]:
+    """Hits (value span, value) for literal keys passed to client constructors in `data`. `ends`:
+    the prefilter's match ends (none: nothing to find), or None to search the whole text."""
+    if ends is not None and not ends:
+        return
+    for m in _CALL.finditer(data):
+        if m.group(1) in _NOT_CLIENTS:
+            continue
+        g = next(k for k in (2, 3, 4) if m.group(k) is not None)
+        tok = m.group(g)
+        if common_key_shape(tok) and not _UUID.fullmatch(tok) and random_token(tok.rstrip(b"=")):
+            yield Hit(*m.span(g), tok)
+
+
+DETECTORS = (Detector("generic-client-key", "Random-looking literal passed to an SDK client's constructor",
+                      (), find, priority=CONTEXT, prefilter=PREFILTER),)

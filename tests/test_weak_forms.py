@@ -1,0 +1,93 @@
+"""Weak forms of a credential (issue 27, session 11): a key labelled in prose or an INI section, a
+key in an object named for settings or a request's parameters, a key handed to an SDK client's
+constructor; and what is no key although it sits in one of those places: hex edited by hand, a
+value glued to a character no token holds, a float, a mapping's bare `key`. Every value is drawn
+here from a seeded generator (no real credential), and every rejected case has a twin that must
+still be reported, so a rule cannot pass by going blind."""
+from __future__ import annotations
+
+import random
+import string
+
+import pytest
+
+from repoguard.credentials.alphabet import edited_hex
+from repoguard.credentials.engine import Engine
+from repoguard.credentials.rules import load_rules
+
+_RNG = random.Random(11)
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _key(n: int = 32, alphabet: str = _ALNUM) -> str:
+    while True:
+        v = "".join(_RNG.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+K = _key()          # 32 mixed-case alphanumerics: a common key shape
+K40 = _key(40)
+HEX = _key(64, "0123456789abcdef")
+# the same hex with a few letters typed over inside it (positions past the first four)
+EDITED = HEX[:9] + "h" + HEX[10:23] + "y" + HEX[24:41] + "R" + HEX[42:]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.build(load_rules())
+
+
+def _ids(engine, text: str, path: str = "snippet.txt") -> list[str]:
+    return [f.rule_id for f in engine.scan(text.encode(), path)]
+
+
+def test_edited_hex():
+    assert edited_hex(EDITED.encode())
+    assert not edited_hex(HEX.encode())
+    assert not edited_hex(K.encode())                      # base62: hex in about a third of it
+    assert not edited_hex(("dapi" + HEX[:32]).encode())    # a vendor tag at the start
+    assert not edited_hex((HEX[:32] + "-us12").encode())   # a data-centre suffix, after a separator
+
+
+# (found, twin that is not a key): the found form is reported, its twin is not.
+PAIRS = [
+    # hex edited by hand next to a vendor's name and a secret word
+    (f"zyxwidget secret: {HEX}", f"zyxwidget secret: {EDITED}"),
+    (f'{{"provider": "zyxwidget", "secret": "{HEX}"}}', f'{{"provider": "zyxwidget", "secret": "{EDITED}"}}'),
+    # a value glued to a character no token holds is part of a longer string
+    (f"zyxwidget_key = '{K}'", f"zyxwidget_key = '{K[:-1]}$'"),
+    (f"zyxwidget token = '{K}'", f"zyxwidget token = '{K[:-1]}?'"),
+    # a bare `key` as a label in prose or a log line, not a mapping's key
+    (f"- Zyxwidget API Key: {K40}", f"- Zyxwidget cache key: {K40}"),
+    (f"- Zyxwidget (key): `{K40}`", f"- Zyxwidget public key: `{K40}`"),
+    (f"[zyxwidget]\nkey = {K40}\n", f"key = {K40}\n"),
+    (f"[zyxwidget]\nkey = {K40}\n", f"[gpg]\nkey = {K40}\n"),
+    (f"const zyxwidgetConfig = {{ key: '{K}' }};\n", f"const items = [{{ key: '{K}' }}];\n"),
+    (f'requests.get(url, params={{"key": "{K}"}})\n', f'cache.get(url, lookup={{"key": "{K}"}})\n'),
+    # a key handed to an SDK client's constructor
+    (f'$client = new \\Zyxwidget\\Client("{K}");\n', f'$client = new \\Zyxwidget\\Client("{K[:12]}");\n'),
+    (f"const client = new Client('{K}');\n", "const client = new Client('123e4567-e89b-42d3-a456-556642440000');\n"),
+    (f'c := zyxwidget.New("{K}")\n', f'err := errors.New("{K}")\n'),
+    (f'c := zyxwidget.NewClient("{K}")\n', 'c := zyxwidget.NewClient("AccessTokenProviderFactory")\n'),
+    (f"client = Zyxwidget::Client.new('{K}')\n", f"client = Zyxwidget::Client.new('{K[:8]}')\n"),
+]
+
+
+@pytest.mark.parametrize("found,not_found", PAIRS)
+def test_weak_form_and_its_twin(engine, found, not_found):
+    assert _ids(engine, found), found
+    assert _ids(engine, not_found) == [], not_found
+
+
+def test_a_float_is_no_token(engine):
+    assert _ids(engine, 'set = client.Set(ctx, "largenum", "1.7976931348623157e+308", 0)') == []
+    assert _ids(engine, 'token = "1.7976931348623157e+308"') == []
+
+
+def test_client_key_is_vetoed_by_a_vendor_shape(engine):
+    """A client constructor named for a vendor whose documented shape the value does not have:
+    the vendor table's veto removes the generic finding (Algolia's keys are 32 hex)."""
+    assert _ids(engine, f"// Algolia\nconst client = new Client('{K}');\n") == []
+    hexkey = _key(32, "0123456789abcdef")
+    assert _ids(engine, f"// Algolia\nconst client = new Client('{hexkey}');\n")
