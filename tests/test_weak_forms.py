@@ -86,8 +86,21 @@ def test_a_float_is_no_token(engine):
 
 
 def test_client_key_is_vetoed_by_a_vendor_shape(engine):
-    """A client constructor named for a vendor whose documented shape the value does not have:
+    """A client constructor named for a vendor whose documented length the value does not have:
     the vendor table's veto removes the generic finding (Algolia's keys are 32 hex)."""
-    assert _ids(engine, f"// Algolia\nconst client = new Client('{K}');\n") == []
+    assert _ids(engine, f"// Algolia\nconst client = new Client('{K40}');\n") == []
     hexkey = _key(32, "0123456789abcdef")
     assert _ids(engine, f"// Algolia\nconst client = new Client('{hexkey}');\n")
+
+
+def test_right_length_in_another_alphabet_is_not_vetoed(engine):
+    """A vendor's documented length in another alphabet may be the vendor's key (the docs' alphabet
+    read off one example); the same value of the vendor's alphabet with a few characters typed over
+    is a sample or a mangled key and stays vetoed (Vultr's keys: 36 upper-case alphanumerics)."""
+    upper = _key(36, string.ascii_uppercase + string.digits)
+    mixed = _key(36)
+    edited = upper[:6] + "q" + upper[7:15] + "w" + upper[16:25] + "z" + upper[26:]
+    assert _ids(engine, f"Your Vultr key is {upper}") == ["vultr-keyword"]
+    assert _ids(engine, f"Your Vultr key is {mixed}") == ["generic-keyword-context"]
+    assert _ids(engine, f"Your Vultr key is {edited}") == []
+    assert _ids(engine, f"Your Vultr key is {mixed[:32]}") == []  # another length: vetoed

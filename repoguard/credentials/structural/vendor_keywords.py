@@ -11,12 +11,15 @@ looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
-is returned as a veto span (for the weak-evidence generic detectors only, `generic-keyword-context`
-and `generic-client-key` (engine.WEAK_GENERIC), when the token has a common key shape,
-`keyword_context.common_key_shape`: maybe a format the table lacks); next to a name-only vendor, a
-token without a common key shape is vetoed for those two; the engine drops `generic-api-key` /
-`generic-keyword-context` / `generic-hex-secret` / `generic-client-key` findings on it (a
-Mailgun-named value of the wrong length is no key at all).
+is returned as a veto span: the engine drops `generic-api-key` / `generic-keyword-context` /
+`generic-hex-secret` / `generic-client-key` findings on it (a Mailgun-named value of the wrong
+length is no key at all). A token with a common key shape (`keyword_context.common_key_shape`:
+maybe a format the table lacks) is vetoed for the weak-evidence generic detectors only
+(`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC), and not at all when it has
+a row's prefix and length and is written in another alphabet (over a quarter of it outside the
+row's: the docs state a length, the alphabet is often read off one example; a few characters
+outside it are a value edited by hand, which stays vetoed);
+next to a name-only vendor, a token without a common key shape is vetoed for those two.
 """
 from __future__ import annotations
 
@@ -107,6 +110,21 @@ def _generic_ok(data: bytes, s: int, value: bytes, memo: dict | None = None) -> 
     return not (_DIGEST_BEFORE.search(data[max(0, s - 16):s]) or _identifier(data, s))
 
 
+def _other_alphabet(table: "_Table", rows: list[VendorRow], tok: bytes) -> bool:
+    """Does `tok` have the prefix and length of one of the documented-shape `rows`, with over a
+    quarter of its characters outside that row's alphabet? Then it is written in another alphabet
+    (the docs' may be too narrow), not a value of the row's alphabet edited by hand (a few
+    characters typed over, the way sample and mangled keys look)."""
+    for r in rows:
+        if r.generic or not tok.startswith(r.prefix.encode()) or not r.lo <= len(tok) - len(r.prefix) <= r.hi:
+            continue
+        core = tok[len(r.prefix):]
+        outside = len(table.alphabet_re(r).sub(b"", core))
+        if outside > len(core) // 4:
+            return True
+    return False
+
+
 class _Table:
     """The compiled table: rows by alias, one shape regex per distinct shape."""
 
@@ -120,6 +138,7 @@ class _Table:
         for a in sorted(self.by_alias, key=len, reverse=True):
             self.by_tail.setdefault(a[-3:], []).append(a)
         self._shapes: dict[tuple, re.Pattern] = {}  # compiled on first use: most rows never see a window
+        self._alphabets: dict[str, re.Pattern] = {}
         # aliases with a row whose value may lack a digit (40 characters or more)
         self.long = {a: any(not r.generic and r.hi >= 40 for r in rs) for a, rs in self.by_alias.items()}
         self.vetoing = {a: all(not r.generic and r.veto for r in rs) for a, rs in self.by_alias.items()}
@@ -145,6 +164,13 @@ class _Table:
         rx = self._shapes.get(key)
         if rx is None:
             rx = self._shapes[key] = _shape(row)
+        return rx
+
+    def alphabet_re(self, row: VendorRow) -> re.Pattern:
+        """A regex of one character of the row's alphabet (`sub` removes them: what is left is outside)."""
+        rx = self._alphabets.get(row.cls)
+        if rx is None:
+            rx = self._alphabets[row.cls] = re.compile(f"[{row.cls}]".encode())
         return rx
 
     def alias_re2(self):
@@ -257,9 +283,11 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 continue
             if _generic_ok(data, a, tok, memo):
                 # A common key shape the rows reject: perhaps a format the table lacks, or the
-                # alphabet stated too narrowly. Only the weakest detector (a secret word nearby,
-                # prose and log glue) is vetoed; an assignment to a key's name still reports.
-                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                # alphabet stated too narrowly. Of the right length in another alphabet, it is not
+                # vetoed at all; else only the weak-evidence detectors are (a secret word nearby,
+                # prose and log glue, a client's constructor); an assignment still reports.
+                if not _other_alphabet(table, table.by_alias[alias], tok):
+                    out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
             if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
