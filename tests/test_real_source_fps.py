@@ -1,6 +1,6 @@
 """False positives found by scanning real source (issue 27, "findings per 100 MB of real source"):
 installed packages, wagtail, scrapy, django-rest-framework, celery, flask, sqlalchemy, requests,
-httpx and spring-petclinic. Each case is written here in the form it was found in, with our own
+httpx, spring-petclinic and (session 11) laravel. Each case is written here in the form it was found in, with our own
 values where the value was not a published example; each has a twin that must still be reported,
 so a rule cannot pass by going blind."""
 from __future__ import annotations
@@ -57,6 +57,9 @@ NOT_CREDENTIALS = [
     ("SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'", "docs/config.rst"),
     ("$ export FLASK_SECRET_KEY=5f352379324c22463451387a0aec5d2f", "docs/config.rst"),
     ('    password="kx@jj5/g",', "doc/build/core/engines.rst"),
+    # keyboard walks as sample passwords (laravel's tests, session 11)
+    ("'password' => 'asdfqwer1234asdf',", "tests/Support/ConfigurationUrlParserTest.php"),
+    ('DB_PASSWORD="qwerty123"', "tests/.env.testing"),
 ]
 
 # (text, path, rule): the same forms with a value or host that is real-looking: still reported.
@@ -77,6 +80,7 @@ STILL_CREDENTIALS = [
     ("model = Model(password='IAmSensitive7!')", "pkg/types.py", "password-assignment"),
     ('RABBITMQ_PASSWORD="t3s7-Zq8vT2m"', "provision.sh", "password-assignment"),
     ("assert x.password == 'Zq8vT2mWx4'", "t/unit/backends/test_redis.py", "password-comparison"),
+    ("'password' => 'asdfqwer1234Zq8v',", "tests/Support/ConfigurationUrlParserTest.php", "password-assignment"),
 ]
 
 
@@ -98,3 +102,16 @@ def test_its_real_looking_twin_is_still_reported(engine, text, path, rule):
 def test_test_directories(path, where):
     from repoguard.credentials.triage import location
     assert location(path) == where
+
+
+def test_keyboard_walk_regex_is_the_rules_one():
+    """The password rules' sample-password allowlist (rules/generic.toml) and the generic detectors
+    (`placeholders.keyboard_walk`) read keyboard walks with one regex."""
+    import tomllib
+
+    from repoguard.credentials.rules import rules_dir
+    from repoguard.credentials.structural.placeholders import keyboard_walk, keyboard_walk_regex
+    doc = tomllib.loads((rules_dir() / "generic.toml").read_text())
+    sample = next(a for a in doc["allowlists"] if a["description"].startswith("sample passwords"))
+    assert keyboard_walk_regex() in sample["regexes"]
+    assert keyboard_walk(b"asdfqwer1234asdf") and keyboard_walk(b"qwerty123") and not keyboard_walk(b"qwZ8vT2m")

@@ -104,3 +104,38 @@ def test_right_length_in_another_alphabet_is_not_vetoed(engine):
     assert _ids(engine, f"Your Vultr key is {mixed}") == ["generic-keyword-context"]
     assert _ids(engine, f"Your Vultr key is {edited}") == []
     assert _ids(engine, f"Your Vultr key is {mixed[:32]}") == []  # another length: vetoed
+
+
+_WORKFLOW = """name: databases
+on: [push]
+jobs:
+  sqlsrv:
+    runs-on: ubuntu-22.04
+    services:
+      sqlsrv:
+        image: mcr.microsoft.com/mssql/server:2019-latest
+        env:
+          ACCEPT_EULA: Y
+          SA_PASSWORD: {pw}
+        ports:
+          - 1433:1433
+    steps:
+      - name: Execute tests
+        run: vendor/bin/phpunit
+        env:
+          DB_CONNECTION: sqlsrv
+          DB_USERNAME: SA
+          DB_PASSWORD: {pw}
+          DEPLOY_PASSWORD: {other}
+"""
+
+
+def test_ci_service_container_password_is_not_reported(engine):
+    """A password a GitHub Actions job gives its own service container (and the job's steps use to
+    reach it) gates a container that lives only in the job: not reported in the workflow. Another
+    password in the same file, and the same text outside a workflow, still are."""
+    pw, other = "Vq7" + _key(9), "Kd4" + _key(9)
+    text = _WORKFLOW.format(pw=pw, other=other)
+    found = engine.scan(text.encode(), ".github/workflows/databases.yml")
+    assert [text.encode()[f.start:f.end] for f in found] == [other.encode()]
+    assert len(engine.scan(text.encode(), "deploy/databases.yml")) == 3

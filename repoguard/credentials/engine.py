@@ -32,6 +32,7 @@ import re2
 
 from repoguard.credentials.allowlist import compile_allowlist, is_allowed
 from repoguard.credentials.alphabet import mixed_alphabet
+from repoguard.credentials.ci_services import is_workflow, service_values
 from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
@@ -299,6 +300,9 @@ class Engine:
         if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
             spans = [sp for sp in spans if sp[0].rule.id not in VETOED
                      or not any(a < sp[4] and sp[3] < b and _vetoes(rid, sp[0].rule.id) for a, b, rid in vetoes)]
+        if spans and is_workflow(path):  # a CI job's own service containers: their passwords gate nothing
+            ephemeral = service_values(data)
+            spans = [sp for sp in spans if sp[5] not in ephemeral]
         kept: list[Finding] = []
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))

@@ -64,7 +64,7 @@ from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.priority import CONTEXT
 from repoguard.credentials.rule_types import max_width
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.structural.placeholders import is_placeholder, keyboard_walk
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
             b"credential", b"auth", b"access", b"private", b"key")
@@ -190,7 +190,8 @@ def _sequence_fraction(s: bytes) -> float:
 
 
 def _hand_typed(tok: bytes) -> bool:
-    """True for keyboard sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`) and repetitions."""
+    """True for sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`), keyboard walks
+    (`asdfqwer1234asdf`) and repetitions."""
     core = bytes(c for c in tok if c in _ALNUM)
     if len(core) < 8:
         return True
@@ -205,7 +206,7 @@ def _hand_typed(tok: bytes) -> bool:
     for p in range(1, n // 2 + 1):  # periodic: `abc123abc123`
         if core[p:] == core[:n - p]:
             return True
-    return _REPEAT5.search(core) is not None or tok.lower().startswith(_SAMPLE_UUID)
+    return _REPEAT5.search(core) is not None or tok.lower().startswith(_SAMPLE_UUID) or keyboard_walk(tok)
 
 
 def _pronounceable(word: bytes) -> bool:

@@ -37,6 +37,27 @@ def is_reserved_host(host: bytes) -> bool:
     return _RESERVED_HOST.match(host.strip(b"[]").rstrip(b".:")) is not None
 
 
+def keyboard_walk_regex() -> str:
+    """The regex of a keyboard walk (`asdfqwer1234asdf`, `qwerty123`, `poiuytrewq`): runs of 4 or
+    more neighbouring keys of one row (1234567890, qwertyuiop, asdfghjkl, zxcvbnm), either way,
+    a separator between runs allowed, up to 4 digits or symbols after. rules/generic.toml's
+    sample-password allowlist holds this very regex (a test keeps the two equal)."""
+    runs = set()
+    for row in ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm"):
+        for r in (row, row[::-1]):
+            runs.update(r[i:j] for i in range(len(r)) for j in range(i + 4, len(r) + 1))
+    alts = "|".join(sorted(runs, key=lambda x: (-len(x), x)))
+    return "(?i)^(?:(?:" + alts + ")[^0-9A-Za-z]?)+[0-9!@#$%^&*._-]{0,4}$"
+
+
+_KEYBOARD_WALK = re.compile(keyboard_walk_regex().encode())
+
+
+def keyboard_walk(value: bytes) -> bool:
+    """Is `value` a keyboard walk (`keyboard_walk_regex`)? A hand-typed sample, never generated."""
+    return _KEYBOARD_WALK.match(value) is not None
+
+
 def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
     """True when `value` is empty/short, a template (`${X}`, `{{ x }}`, `%(x)s`, `<x>`, `$X`),
     masked (`****`, `xxxx`), one repeated character, a sample word (`password`, `changeme`) or

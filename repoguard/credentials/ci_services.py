@@ -1,0 +1,38 @@
+"""Passwords a CI workflow gives its own service containers: a GitHub Actions job's
+`services.<name>.env` (`SA_PASSWORD: Forge123` for an MSSQL container, `POSTGRES_PASSWORD: …`)
+configures a container that exists only while the job runs and is reachable only from it, so the
+value gates nothing outside the job. The same value in the job's steps (`DB_PASSWORD: Forge123`,
+the tests connecting to that container) is that password too. The engine drops findings on these
+values in the workflow file that declares them (GitHub, "About service containers").
+"""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+_WORKFLOW = re.compile(r"(?:^|/)\.github/workflows/[^/]+\.ya?ml$")
+
+
+def is_workflow(path: str) -> bool:
+    """Is `path` a GitHub Actions workflow file (`.github/workflows/*.yml`)?"""
+    return _WORKFLOW.search(path) is not None
+
+
+def service_values(data: bytes) -> frozenset[bytes]:
+    """The values of every `jobs.<id>.services.<name>.env` entry of the workflow `data` (bytes of
+    YAML), as bytes; empty when the text is no workflow YAML (a parse error is not ours to report)."""
+    try:
+        doc = yaml.safe_load(data)
+    except (yaml.YAMLError, ValueError):
+        return frozenset()
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    out: set[bytes] = set()
+    for job in jobs.values() if isinstance(jobs, dict) else ():
+        services = job.get("services") if isinstance(job, dict) else None
+        for svc in services.values() if isinstance(services, dict) else ():
+            env = svc.get("env") if isinstance(svc, dict) else None
+            for v in env.values() if isinstance(env, dict) else ():
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v):
+                    out.add(str(v).encode())
+    return frozenset(out)
