@@ -356,14 +356,40 @@ def _namelike(seg: bytes) -> bool:
 
 # What a bare `key` labels when it names a credential (`_key_label`).
 _SECTION = re.compile(rb"[ \t]*\[([A-Za-z0-9_. -]{1,64})\][ \t]*\r?$")
+_YAML_PARENT = re.compile(rb"([A-Za-z0-9_.-]{1,64}):[ \t]*$")  # `acme:` opening a mapping
+_YAML_ENTRY = re.compile(rb"[A-Za-z0-9_.-]{1,64}:(?:[ \t]|$)")  # a sibling `name: v`
 _HOLDER = frozenset(b"config configuration conf cfg settings options opts credentials creds params auth client "
                     b"clients keys secrets".split())
+
+
+def _parent_names_secret(data: bytes, ls: int, indent: int) -> bool:
+    """For a bare `key` first on the line starting at `ls` (after `indent` blanks): is it the key
+    of an INI section (`[acme]` on the line above) or of a YAML mapping (`acme:` above it, past
+    its siblings `name: v`), whose name is no lookup or public key's (`[gpg]`, `cache:`)?"""
+    prev_end, siblings = ls - 1, 0
+    while prev_end > 0 and siblings < 8:
+        ps = data.rfind(b"\n", max(0, prev_end - 200), prev_end) + 1
+        prev = data[ps:prev_end].rstrip(b"\r")
+        prev_end = ps - 1
+        body = prev.lstrip(b" \t")
+        if not body or body.startswith(b"#"):
+            continue
+        m = _SECTION.match(prev)
+        if m is None and indent:
+            lead = len(prev) - len(body)
+            if lead == indent and _YAML_ENTRY.match(body):
+                siblings += 1
+                continue
+            m = _YAML_PARENT.match(body) if lead < indent else None
+        return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
+    return False
 
 
 def _key_label(data: bytes, s: int) -> bool:
     """True when the bare `key` starting at `s` names a credential, not a mapping's key: in a log
     line (`[DEBUG] Using Acme Key=v`); as a label in prose (`Acme API Key: v`, `- Acme (key): v`:
-    a word and a space before it); as the key of an INI section (`[acme]` on the line above); or
+    a word and a space before it); as the key of an INI section or a YAML mapping (`[acme]`,
+    `acme:` above it); or
     in an object named for settings or a request's parameters (`acmeConfig = { key: 'v' }`,
     `params={"key": "v"}`). A word before it that names a lookup or public key (`cache key:`,
     `public key:`, `[gpg]`) keeps it a mapping's key."""
@@ -375,16 +401,8 @@ def _key_label(data: bytes, s: int) -> bool:
     if head.endswith(b"{"):  # an object literal: its name says what it holds
         words = _words(head[:-1].rstrip(b" \t=:("))
         return bool(words) and words[-1] in _HOLDER
-    if line.strip(b" \t") == b"":  # first on its line: an INI section's key?
-        prev_end = ls - 1
-        while prev_end > 0:
-            ps = data.rfind(b"\n", max(0, prev_end - 200), prev_end) + 1
-            prev = data[ps:prev_end]
-            if prev.strip():
-                m = _SECTION.match(prev)
-                return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
-            prev_end = ps - 1
-        return False
+    if line.strip(b" \t") == b"":  # first on its line: an INI section's or a YAML mapping's key?
+        return _parent_names_secret(data, ls, len(line))
     if line[-1:] not in (b" ", b"\t", b"("):
         return False
     if line.endswith(b"(") and line[-2:-1] not in (b" ", b"\t"):
