@@ -63,8 +63,9 @@ PAIRS = [
     (f"- Zyxwidget (key): `{K40}`", f"- Zyxwidget public key: `{K40}`"),
     (f"[zyxwidget]\nkey = {K40}\n", f"key = {K40}\n"),
     (f"[zyxwidget]\nkey = {K40}\n", f"[gpg]\nkey = {K40}\n"),
-    (f"zyxwidget:\n  url: https://zyx.internal\n  key: {K40}\n", f"cache:\n  key: {K40}\n"),
-    (f"zyxwidget:\n  key: {K40}\n", f"spec:\n  selector:\n    - key: {K40}\n"),
+    (f"vbout:\n  url: https://vb.internal\n  key: {K40}\n", f"cache:\n  key: {K40}\n"),
+    (f"zyxwidgetConfig:\n  key: {K40}\n", f"spec:\n  selector:\n    - key: {K40}\n"),
+    (f"vbout:\n  key: {K40}\n", f"kind: ConfigMap\ndata:\n  key: {K40}\n"),
     (f"const zyxwidgetConfig = {{ key: '{K}' }};\n", f"const items = [{{ key: '{K}' }}];\n"),
     (f'requests.get(url, params={{"key": "{K}"}})\n', f'cache.get(url, lookup={{"key": "{K}"}})\n'),
     # a key handed to an SDK client's constructor

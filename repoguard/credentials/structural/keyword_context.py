@@ -23,8 +23,9 @@ alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not
 (`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
 example UUID), hex edited by hand (`alphabet.edited_hex`), a repetition, an identifier made of
 words (`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a dotted name or version, or a
-file/URL path. A value glued to a character no token holds (`…Yc0$`, `…f3?`, `…9a!x`) is part
-of a longer string, not a generated key.
+file/URL path. A value glued to a character no token holds (`…Yc0$`, `…f3?`, `…9a!x`), or
+to an `=` that more token characters follow (`…0_L=~lh…`), is part of a longer string, not a
+generated key.
 
 The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
 `key_path`, `secret_name`, `token_type`), public keys (`public_key`, `publishable_key`),
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import math
 import re
@@ -364,8 +366,9 @@ _HOLDER = frozenset(b"config configuration conf cfg settings options opts creden
 
 def _parent_names_secret(data: bytes, ls: int, indent: int) -> bool:
     """For a bare `key` first on the line starting at `ls` (after `indent` blanks): is it the key
-    of an INI section (`[acme]` on the line above) or of a YAML mapping (`acme:` above it, past
-    its siblings `name: v`), whose name is no lookup or public key's (`[gpg]`, `cache:`)?"""
+    of an INI section (`[acme]` on the line above) whose name is no lookup or public key's
+    (`[gpg]`), or of a YAML mapping (`acme:` above it, past its siblings `name: v`) named for a
+    vendor of the table or for settings (`acme:`, `acmeConfig:`)?"""
     prev_end, siblings = ls - 1, 0
     while prev_end > 0 and siblings < 8:
         ps = data.rfind(b"\n", max(0, prev_end - 200), prev_end) + 1
@@ -381,8 +384,19 @@ def _parent_names_secret(data: bytes, ls: int, indent: int) -> bool:
                 siblings += 1
                 continue
             m = _YAML_PARENT.match(body) if lead < indent else None
+            # a YAML mapping's `key` is a credential's only under a vendor's or a settings name
+            # (`crowdin:`, `stripeConfig:`), not a selector's, ConfigMap's or table's (`data:`)
+            return m is not None and (m.group(1).lower().decode() in _vendor_aliases()
+                                      or _words(m.group(1))[-1:] in ([w] for w in _HOLDER))
         return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
     return False
+
+
+@functools.lru_cache(maxsize=1)
+def _vendor_aliases() -> frozenset[str]:
+    """The vendor table's aliases (credentials.vendor_table), lower-case."""
+    from repoguard.credentials.vendor_table import default_vendor_table
+    return frozenset(a for r in default_vendor_table() for a in r.aliases)
 
 
 def _key_label(data: bytes, s: int) -> bool:
@@ -543,6 +557,8 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
                 continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample
             if b < len(data) and data[b] in _GLUE and not (data[b] == 37 and _PCT.match(data, b)):
                 continue  # `…Yc0$`, `…3f?`: the value goes on past what a token holds
+            if data[b:b + 1] == b"=" and data[b:_scan_run(data, b, _TOKCH)].strip(b"="):
+                continue  # `…0_L=~lhX0`: `=` inside a run is no padding, so no generated token
             while b > a and data[b - 1] in b".-_~":
                 b -= 1
             tok = data[a:b]
