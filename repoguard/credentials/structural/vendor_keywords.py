@@ -59,16 +59,18 @@ _DIGEST_BEFORE = re.compile(rb"(?i)(?:sha[0-9]*|md5|hash|digest|integrity|checks
 
 def _shape(row: VendorRow) -> re.Pattern:
     """The row's value regex: prefix + class{lo,hi}, bounded by neither class nor alphanumeric
-    characters (a hex key is not cut out of a longer alphanumeric word)."""
+    characters (a hex key is not cut out of a longer alphanumeric word); a base64 value may end in
+    `=` padding and may follow an `=` (`Key=<value>`), but no `=` may follow it."""
     bound = "0-9A-Za-z" + (row.cls if row.cls not in ("0-9A-Za-z",) else "")
+    after = bound
     if row.alphabet == "uuid":
         body = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     elif row.alphabet == "base64":
         body = f"[{row.cls}]{{{row.lo},{row.hi}}}={{0,2}}"
-        bound += "="
+        after += "="
     else:
         body = f"[{row.cls}]{{{row.lo},{row.hi}}}"
-    return re.compile(f"(?<![{bound}])({re.escape(row.prefix)}{body})(?![{bound}])".encode())
+    return re.compile(f"(?<![{bound}])({re.escape(row.prefix)}{body})(?![{after}])".encode())
 
 
 def _looks_random(value: bytes, row: VendorRow) -> bool:
