@@ -17,7 +17,7 @@ from repoguard.core.errors import InputError
 RULES = load_rules()
 _PATHS = ["app/settings.py", "config/nuget.config", "deploy/secret.yaml", "certs/client.p12",
           "app/config.json", "app/.env", "config/app.yaml", ".docker/config.json", "infra/main.tf",
-          "src/config.php"]
+          "src/config.php", "data_bags/secrets/app.json"]
 
 
 def _path_for(rule) -> str:
