@@ -142,3 +142,15 @@ def test_ci_service_container_password_is_not_reported(engine):
     found = engine.scan(text.encode(), ".github/workflows/databases.yml")
     assert [text.encode()[f.start:f.end] for f in found] == [other.encode()]
     assert len(engine.scan(text.encode(), "deploy/databases.yml")) == 3
+
+
+def test_documented_length_in_another_alphabet_reports_on_an_assignment(engine):
+    """Etherscan's keys are 34 upper-case alphanumerics (34 is no common key length): a mixed-case
+    value of that length assigned to a key's name is still reported; in prose glue, where the
+    value must also have a common key shape, it is not; a few characters typed over stay vetoed."""
+    mixed = _key(34)
+    upper = _key(34, string.ascii_uppercase + string.digits)
+    edited = upper[:6] + "q" + upper[7:15] + "w" + upper[16:25] + "z" + upper[26:]
+    assert _ids(engine, f"ETHERSCAN_TOKEN={mixed}\n") == ["generic-api-key"]
+    assert _ids(engine, f"Your Etherscan key is {mixed}") == []
+    assert _ids(engine, f"ETHERSCAN_TOKEN={edited}\n") == []

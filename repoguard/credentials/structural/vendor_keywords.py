@@ -15,10 +15,10 @@ is returned as a veto span: the engine drops `generic-api-key` / `generic-keywor
 `generic-hex-secret` / `generic-client-key` findings on it (a Mailgun-named value of the wrong
 length is no key at all). A token with a common key shape (`keyword_context.common_key_shape`:
 maybe a format the table lacks) is vetoed for the weak-evidence generic detectors only
-(`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC), and not at all when it has
-a row's prefix and length and is written in another alphabet (over a quarter of it outside the
-row's: the docs state a length, the alphabet is often read off one example; a few characters
-outside it are a value edited by hand, which stays vetoed);
+(`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC). A token with a row's
+prefix and length written in another alphabet (over a quarter of it outside the row's) is not
+vetoed at all: the docs state a length, the alphabet is often read off one example (a few
+characters outside it are a value edited by hand, which stays vetoed);
 next to a name-only vendor, a token without a common key shape is vetoed for those two.
 """
 from __future__ import annotations
@@ -283,13 +283,13 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
                     out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
+            if _other_alphabet(table, table.by_alias[alias], tok):
+                continue  # a row's length in another alphabet: perhaps the alphabet stated too narrowly
             if _generic_ok(data, a, tok, memo):
-                # A common key shape the rows reject: perhaps a format the table lacks, or the
-                # alphabet stated too narrowly. Of the right length in another alphabet, it is not
-                # vetoed at all; else only the weak-evidence detectors are (a secret word nearby,
-                # prose and log glue, a client's constructor); an assignment still reports.
-                if not _other_alphabet(table, table.by_alias[alias], tok):
-                    out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                # A common key shape the rows reject: perhaps a format the table lacks. Only the
+                # weak-evidence detectors are vetoed (a secret word nearby, prose and log glue, a
+                # client's constructor); an assignment to a key's name still reports.
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
             if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
