@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 _WORKFLOW = re.compile(r"(?:^|/)\.github/workflows/[^/]+\.ya?ml$")
 
 
@@ -22,6 +20,7 @@ def is_workflow(path: str) -> bool:
 def service_values(data: bytes) -> frozenset[bytes]:
     """The values of every `jobs.<id>.services.<name>.env` entry of the workflow `data` (bytes of
     YAML), as bytes; empty when the text is no workflow YAML (a parse error is not ours to report)."""
+    import yaml  # only for workflow files: most scans never pay for the import
     try:
         doc = yaml.safe_load(data)
     except (yaml.YAMLError, ValueError):
