@@ -60,6 +60,16 @@ NOT_CREDENTIALS = [
     # keyboard walks as sample passwords (laravel's tests, session 11)
     ("'password' => 'asdfqwer1234asdf',", "tests/Support/ConfigurationUrlParserTest.php"),
     ('DB_PASSWORD="qwerty123"', "tests/.env.testing"),
+    # an installed wheel's hash manifest (every file of the venv scanned, session 11)
+    ("spacy/tokens/token.pyx,sha256=Xq8vT2mWx4Lp9RkQ3nB7cDZq8vT2mWx4Lp9RkQ3nB7c,33403\n"
+     "pydantic/_docs_extraction.py,sha256=V8_-TfG1oUHpEThCvNtZjJaPwd-zVod9nB7cDZq8vT2m,4708\n",
+     "site-packages/spacy-3.8.18.dist-info/RECORD"),
+    # a vendor's name as an e-mail domain, next to Transifex's hashed user names (a .po header)
+    ("# d55ee35323c0c760f088259cd23b1b6d_9e8a7d1 <5459f3ae99ecdd5ed0be0220acd46004_1019581>, 2025\n"
+     "# Viktor Shytiuk <vic@yandex.ua>, 2026\n", "wagtail/admin/locale/uk/LC_MESSAGES/djangojs.po"),
+    # a project id in a badge link beside the vendor's name
+    (".. |Codacy-Grade| image:: https://app.codacy.com/project/badge/Grade/3f965571598f44549c7818f29cdcf177",
+     "tqdm-4.70.1.dist-info/METADATA"),
 ]
 
 # (text, path, rule): the same forms with a value or host that is real-looking: still reported.
@@ -81,6 +91,11 @@ STILL_CREDENTIALS = [
     ('RABBITMQ_PASSWORD="t3s7-Zq8vT2m"', "provision.sh", "password-assignment"),
     ("assert x.password == 'Zq8vT2mWx4'", "t/unit/backends/test_redis.py", "password-comparison"),
     ("'password' => 'asdfqwer1234Zq8v',", "tests/Support/ConfigurationUrlParserTest.php", "password-assignment"),
+    ("spacy/tokens/token.pyx,sha256=Xq8vT2mWx4Lp9RkQ3nB7cDZq8vT2mWx4Lp9RkQ3nB7c,33403\n"
+     "api_token = 'Zq8vT2mWx4Lp9RkQ3nB7cD'\n", "site-packages/spacy/settings.py", "generic-api-key"),
+    ("# Yandex key: d55ee35323c0c760f088259cd23b1b6d_9e8a7d1\n", "notes.md", "yandex-keyword"),
+    ("curl -H 'X-Api-Key: 3f965571598f44549c7818f29cdcf177' https://app.codacy.com/api/v3/user",
+     "docs/ci.md", "codacy-keyword"),
 ]
 
 

@@ -100,6 +100,14 @@ def _identifier(data: bytes, s: int) -> bool:
     return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
 
 
+def _url_path(data: bytes, s: int) -> bool:
+    """Is the value at `s` a segment of a URL's path (`https://app.acme.io/project/badge/<id>`)? An
+    id in a link, not a key: keys travel in headers and query strings."""
+    if data[s - 1:s] != b"/":
+        return False
+    return b"://" in data[max(data.rfind(b"\n", max(0, s - 300), s), s - 300, 0):s]
+
+
 def _generic_value(value: bytes) -> bool:
     """A name-only row's value test on the value alone: a common key shape, no git object id, random."""
     return common_key_shape(value) and not _HEX40.fullmatch(value) and random_token(value.rstrip(b"="))
@@ -186,8 +194,8 @@ class _Table:
             n = len(a)
             s = e - n
             if s >= 0 and data[s:e].lower() == a:
-                if s > 0 and data[s - 1] in _ALNUM:
-                    continue  # inside a word or a base64 run
+                if s > 0 and (data[s - 1] in _ALNUM or data[s - 1] == 64):
+                    continue  # inside a word or a base64 run; after `@`: an e-mail address's domain
                 if e < len(data) and data[e] in (_LOWER_DIGIT if n < 6 else _LOWER):
                     continue  # `boxes`, `mux` of `muxer`: an alias must end the word (or camelCase)
                 return a
@@ -263,7 +271,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             else:
                 found = ((m.start(1), m.end(1), m.group(1)) for m in table.shape(row).finditer(win))
                 ok = (lambda row: lambda a, v: _memo(memo, row.id, v, lambda: _looks_random(v, row)) and not (
-                    row.alphabet == "uuid" and _identifier(data, a)))(row)
+                    row.alphabet == "uuid" and _identifier(data, a)) and not _url_path(data, a))(row)
             for a, b, v in found:
                 if names.find(1, a, b) >= 0:
                     continue  # the alias itself, or a word holding it
