@@ -17,7 +17,8 @@ from repoguard.core.errors import InputError
 RULES = load_rules()
 _PATHS = ["app/settings.py", "config/nuget.config", "deploy/secret.yaml", "certs/client.p12",
           "app/config.json", "app/.env", "config/app.yaml", ".docker/config.json", "infra/main.tf",
-          "src/config.php", "data_bags/secrets/app.json"]
+          "src/config.php", "data_bags/secrets/app.json", "home/.pgpass",
+          "maven/settings.xml", "FileZilla/sitemanager.xml"]
 
 
 def _path_for(rule) -> str:

@@ -235,6 +235,30 @@ def test_invocations_psexec_viserver_dotnet(engine):
         assert _ids(engine, text, "tools/deploy.ps1") == [], text
 
 
+def test_invocations_docker_mysql_sshpass(engine):
+    """Passwords on the command line of docker login, the MySQL clients and sshpass (session 11);
+    variables, stdin and a bare `-p` (MySQL's prompt) are not literals."""
+    pw = _pw()
+    cases = {
+        "docker-login-password": [f"docker login -u deploy -p {pw} registry.acme.internal",
+                                  f"docker login --username ci --password={pw} ghcr.io"],
+        "mysql-cli-password": [f"mysqldump -uroot -p{pw} app > dump.sql",
+                               f"mysql -h db.internal -u app --password={pw} app < seed.sql"],
+        "sshpass-password": [f"sshpass -p '{pw}' ssh deploy@10.0.0.5"],
+    }
+    for rule, texts in cases.items():
+        for text in texts:
+            hits = _found(engine, text, rule, "scripts/deploy.sh")
+            assert hits and hits[0].secret_hmac == fingerprint(engine.key, pw.encode()), (rule, text)
+    for text in ("docker login -u deploy -p $REGISTRY_PASSWORD registry.acme.internal",
+                 'echo "$PW" | docker login -u deploy --password-stdin ghcr.io',
+                 "mysql -u root -p app < dump.sql",
+                 'mysql -u root -p"$MYSQL_PWD" app',
+                 "sshpass -e ssh deploy@10.0.0.5",
+                 "sshpass -p changeme ssh deploy@10.0.0.5"):
+        assert _ids(engine, text, "scripts/deploy.sh") == [], text
+
+
 def test_named_secrets_prose_and_comparison(engine):
     pw = _pw(8)
     for text in (f"The default password for the user \"svc\" is \"{pw}\".",

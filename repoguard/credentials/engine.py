@@ -54,7 +54,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 4
+_CACHE_VERSION = 5
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 # Generic key/token rules whose candidates a vendor-keyword veto removes (never the password rules:
 # a password next to a vendor's name is still a password).
@@ -176,7 +176,10 @@ class Engine:
             self.hs_db.scratch = hyperscan.Scratch(self.hs_db)
             return
         exprs, ids, flags = [], [], []
-        rule_idx = [i for i, r in enumerate(self.rules) if r.regex]
+        # A rule limited to some paths (`.pgpass`, data bags, config files) is read by RE2 in
+        # those files only: in the one database it would cost every text its scan.
+        self._re2_only = [i for i, r in enumerate(self.rules) if r.regex and r.path]
+        rule_idx = [i for i, r in enumerate(self.rules) if r.regex and not r.path]
         try:  # the common case: every pattern compiles exactly, one compile
             probe = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             probe.compile(expressions=[_hs_expr(self.rules[i].regex) for i in rule_idx],

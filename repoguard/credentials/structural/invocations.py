@@ -5,7 +5,11 @@ their documented signatures:
 - VMware PowerCLI: `Connect-VIServer -Server H -User U -Password P`;
 - .NET `System.Net.NetworkCredential(userName, password[, domain])` (C#, VB, PowerShell
   `New-Object System.Net.NetworkCredential("u", "p")`);
-- .NET `System.DirectoryServices.DirectoryEntry(path, username, password)`.
+- .NET `System.DirectoryServices.DirectoryEntry(path, username, password)`;
+- `docker login -p PASSWORD` / `--password PASSWORD` (Docker CLI reference: docker login);
+- MySQL clients `mysql`/`mysqldump`/`mysqladmin -pPASSWORD` (glued: `-p PASSWORD` names a
+  database) or `--password=PASSWORD` (MySQL manual, 6.2.2.1 Using Options on the Command Line);
+- `sshpass -p PASSWORD` (sshpass(1)).
 
 Only literal passwords count: variables (`$Password`, `%PW%`), placeholders (`PASSWORD`,
 `changeme`) and template expressions are rejected (`placeholders.is_placeholder`).
@@ -27,6 +31,10 @@ _PSEXEC = re2.compile(rb"(?i)\bpsexec(?:64)?(?:\.exe)?[ \t][^\n]{0,300}?[ \t]-u[
                       rb"[ \t]+-p[ \t]+" + _ARG)
 _VISERVER = re2.compile(rb"(?i)\bconnect-viserver\b[^\n]{0,300}?[ \t]-password[ \t]+" + _ARG)
 _NETCRED = re2.compile(rb"(?i)\bnetworkcredential[ \t]*\([ \t]*" + _STR + rb"[ \t]*,[ \t]*" + _QUOTED)
+_DOCKER_LOGIN = re2.compile(rb"\bdocker[ \t]+login\b[^\n|;&]{0,300}?[ \t](?:-p|--password)(?:[ \t]+|=)" + _ARG)
+_MYSQL = re2.compile(rb"\bmysql(?:dump|admin|import|check|slap)?(?:\.exe)?[ \t][^\n|;&]{0,300}?[ \t]"
+                     rb"(?:-p|--password=)" + _ARG)
+_SSHPASS = re2.compile(rb"\bsshpass[ \t]+(?:-[a-oq-zA-Z][^ \t\n]*[ \t]+){0,4}-p[ \t]*" + _ARG)
 _DIRENTRY = re2.compile(rb"(?i)\bdirectoryentry[ \t]*\(\s*" + _STR + rb"\s*,\s*" + _STR + rb"\s*,\s*" + _QUOTED)
 
 
@@ -50,4 +58,9 @@ DETECTORS = (
              (b"networkcredential",), _find(_NETCRED)),
     Detector("dotnet-directoryentry-password", "Literal password in a .NET DirectoryEntry constructor",
              (b"directoryentry",), _find(_DIRENTRY)),
+    Detector("docker-login-password", "Password given to docker login with -p/--password", (b"docker",),
+             _find(_DOCKER_LOGIN)),
+    Detector("mysql-cli-password", "Password given to a MySQL client with -pPASSWORD/--password=", (b"mysql",),
+             _find(_MYSQL)),
+    Detector("sshpass-password", "Password given to sshpass -p", (b"sshpass",), _find(_SSHPASS)),
 )

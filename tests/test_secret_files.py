@@ -1,0 +1,92 @@
+"""Secrets in the files CI/CD pipelines and servers keep them in (issue 27: "Jenkins credential
+stores and similar CI/CD secret files"; session 11): one case per file kind, a random value from a
+seeded generator (never a real credential), each found by the whole engine at the file's own path;
+and the same places holding a reference or a placeholder instead, which are not findings."""
+from __future__ import annotations
+
+import base64
+import random
+import string
+
+import pytest
+
+from repoguard.credentials.engine import Engine
+from repoguard.credentials.rules import load_rules
+
+_RNG = random.Random(5)
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _k(n: int = 20, alphabet: str = _ALNUM) -> str:
+    while True:
+        v = "".join(_RNG.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+PW = "Qz7" + _k(9)
+AKIA = "AKIA" + _k(16, string.ascii_uppercase + string.digits)
+B64 = string.ascii_letters + string.digits + "+/"
+
+FOUND = [
+    ("settings.xml", f"<settings><servers><server><id>nexus</id><username>deploy</username>"
+                     f"<password>{PW}</password></server></servers></settings>"),
+    ("gradle.properties", f"signing.password={PW}\nsigning.keyId=24875D73\n"),
+    (".travis.yml", f"env:\n  global:\n    - DEPLOY_TOKEN={_k(32)}\n"),
+    (".gitlab-ci.yml", f"variables:\n  REGISTRY_PASSWORD: \"{PW}\"\n"),
+    ("terraform.tfvars", f"db_password = \"{PW}\"\n"),
+    ("values.yaml", f"postgresql:\n  auth:\n    password: {PW}\n"),
+    (".git-credentials", f"https://deploy:{_k(40)}@git.acme.internal\n"),
+    (".pgpass", f"db.acme.internal:5432:app:appuser:{PW}\n"),
+    ("my.cnf", f"[client]\nuser=root\npassword={PW}\n"),
+    ("wp-config.php", f"define( 'DB_PASSWORD', '{PW}' );\n"),
+    ("config/database.yml", f"production:\n  adapter: postgresql\n  password: {PW}\n"),
+    ("application.properties", f"spring.datasource.password={PW}\n"),
+    ("appsettings.json", '{"ConnectionStrings": {"Default": "Server=db.acme.internal;Database=app;'
+                         f'User Id=sa;Password={PW};"}}}}'),
+    ("web.config", f'<appSettings><add key="SmtpPassword" value="{PW}" /></appSettings>'),
+    ("FileZilla/sitemanager.xml", "<Server><Host>ftp.acme.internal</Host><User>deploy</User>"
+                                  f'<Pass encoding="base64">{base64.b64encode(PW.encode()).decode()}</Pass></Server>'),
+    ("rclone.conf", f"[remote]\ntype = sftp\nhost = sftp.acme.internal\npass = {_k(40, _ALNUM + '-_')}\n"),
+    (".vscode/sftp.json", f'{{"host": "sftp.acme.internal", "username": "deploy", "password": "{PW}"}}'),
+    (".aws/credentials", f"[default]\naws_access_key_id = {AKIA}\naws_secret_access_key = {_k(40, B64)}\n"),
+    ("docker-compose.yml", f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {PW}\n"),
+    ("Dockerfile", f"ENV DB_PASSWORD={PW}\n"),
+    (".env", f"MAIL_PASSWORD={PW}\n"),
+    ("Jenkinsfile", f"sh 'docker login -u deploy -p {PW} registry.acme.internal'\n"),
+    ("scripts/backup.sh", f"mysqldump -uroot -p{PW} app > dump.sql\n"),
+    ("scripts/deploy.sh", f"sshpass -p '{PW}' ssh deploy@10.0.0.5\n"),
+    ("scripts/deploy.sh", f"export PGPASSWORD={PW}\npsql -h db.acme.internal -U app\n"),
+    ("Makefile", f"DB_PASSWORD := {PW}\n"),
+    ("ansible/hosts", f"[db]\n10.0.0.7 ansible_user=root ansible_password={PW}\n"),
+    ("pillar/secrets.sls", f"mysql:\n  root_password: {PW}\n"),
+    ("data_bags/ldap/app.json", f'{{"id": "ldap", "api_token": "{_k(14)}", "user": "admin"}}'),
+]
+
+NOT_FOUND = [
+    ("settings.xml", "<server><id>nexus</id><password>{COQLCE6DU6GtcS5P=}</password></server>"),
+    ("settings.xml", "<server><id>nexus</id><password>${env.NEXUS_PASSWORD}</password></server>"),
+    ("wp-config.php", "define( 'DB_PASSWORD', 'password_here' );\n"),
+    (".pgpass", "# hostname:port:database:username:password\n"),
+    ("scripts/deploy.sh", "DB_PASSWORD=$1\nexport PGPASSWORD=\"$DB_PASSWORD\"\n"),
+    ("scripts/deploy.sh", "DB_PASSWORD=$(cat /run/secrets/db)\n"),
+    ("Jenkinsfile", "sh 'echo $REGISTRY_PW | docker login -u deploy --password-stdin registry.acme.internal'\n"),
+    ("scripts/backup.sh", "mysqldump -u root -p app > dump.sql\n"),
+    ("data_bags/ldap/app.json", '{"id": "ldap", "api_token": {"encrypted_data": "Zm9v", "iv": "YmFy", '
+                                '"cipher": "aes-256-cbc"}}'),
+]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.build(load_rules())
+
+
+@pytest.mark.parametrize("path,text", FOUND, ids=[p for p, _ in FOUND])
+def test_secret_file_is_found(engine, path, text):
+    assert engine.scan(text.encode(), path), (path, text)
+
+
+@pytest.mark.parametrize("path,text", NOT_FOUND, ids=[p for p, _ in NOT_FOUND])
+def test_reference_or_placeholder_is_not(engine, path, text):
+    assert engine.scan(text.encode(), path) == [], (path, text)
