@@ -12,16 +12,14 @@ import pytest
 
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.rules import load_rules
+from fake_values import ALNUM, random_key
 
 _RNG = random.Random(5)
-_ALNUM = string.ascii_letters + string.digits
+_ALNUM = ALNUM
 
 
-def _k(n: int = 20, alphabet: str = _ALNUM) -> str:
-    while True:
-        v = "".join(_RNG.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
-            return v
+def _k(n: int = 20, alphabet: str = ALNUM) -> str:
+    return random_key(_RNG, n, alphabet)
 
 
 PW = "Qz7" + _k(9)

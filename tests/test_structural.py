@@ -208,55 +208,51 @@ def _found(engine, text: str, rule: str, path: str = "app/settings.py") -> list:
     return [f for f in engine.scan(text.encode(), path) if f.rule_id == rule]
 
 
-def test_invocations_psexec_viserver_dotnet(engine):
-    pw = _pw()
-    cases = {
-        "psexec-password": [f"psexec \\\\10.0.0.5 -u CORP\\svc -p {pw} cmd /c whoami",
-                            f'PsExec64.exe \\\\srv01 -u admin -p "{pw}" -i calc.exe'],
-        "connect-viserver-password": [f"Connect-VIServer -Server vc01 -User admin@vsphere.local -Password {pw}",
-                                      f"$c = connect-viserver esx1.lab -user root -password '{pw}'"],
-        "dotnet-networkcredential-password": [f'client.Credentials = new NetworkCredential("builder", "{pw}");',
-                                              f'$wc.Credentials = New-Object System.Net.NetworkCredential("ci", "{pw}")'],
-        "dotnet-directoryentry-password": [f'var de = new DirectoryEntry("LDAP://dc01",\n    "CORP\\\\svc",\n    "{pw}");'],
-    }
-    for rule, texts in cases.items():
-        for text in texts:
-            hits = _found(engine, text, rule, "tools/deploy.ps1")
-            assert hits and hits[0].secret_hmac == fingerprint(engine.key, pw.encode()), (rule, text)
-    for text in ("psexec \\\\srv -u User -p $Password -i calc.exe",
-                 "PsExec.exe \\\\srv -u DOMAIN\\ADMIN -p PASSWORD cmd",
-                 "psexec \\\\srv -u svc -p %SVC_PW% cmd",
-                 "PSEXEC.EXE \\\\host -u CORP\\me -p mypass CMD",
-                 'Connect-VIServer "$endpoint" -User "$username" -Password "$password"',
-                 "Connect-VIServer $h -user $u -password $ESXipass",
-                 'new NetworkCredential("user", password)',
-                 'new NetworkCredential("user", "changeme")',
-                 'new DirectoryEntry("LDAP://dc01", "CORP\\\\user", "secret")'):
-        assert _ids(engine, text, "tools/deploy.ps1") == [], text
+# (path, {rule: texts with `{pw}`}, texts that are no literal password): the invocation detectors.
+_INVOCATIONS = [
+    ("tools/deploy.ps1", {
+        "psexec-password": ["psexec \\\\10.0.0.5 -u CORP\\svc -p {pw} cmd /c whoami",
+                            'PsExec64.exe \\\\srv01 -u admin -p "{pw}" -i calc.exe'],
+        "connect-viserver-password": ["Connect-VIServer -Server vc01 -User admin@vsphere.local -Password {pw}",
+                                      "$c = connect-viserver esx1.lab -user root -password '{pw}'"],
+        "dotnet-networkcredential-password": ['client.Credentials = new NetworkCredential("builder", "{pw}");',
+                                              '$wc.Credentials = New-Object System.Net.NetworkCredential("ci", "{pw}")'],
+        "dotnet-directoryentry-password": ['var de = new DirectoryEntry("LDAP://dc01",\n    "CORP\\\\svc",\n    "{pw}");'],
+    }, ("psexec \\\\srv -u User -p $Password -i calc.exe",
+        "PsExec.exe \\\\srv -u DOMAIN\\ADMIN -p PASSWORD cmd",
+        "psexec \\\\srv -u svc -p %SVC_PW% cmd",
+        "PSEXEC.EXE \\\\host -u CORP\\me -p mypass CMD",
+        'Connect-VIServer "$endpoint" -User "$username" -Password "$password"',
+        "Connect-VIServer $h -user $u -password $ESXipass",
+        'new NetworkCredential("user", password)',
+        'new NetworkCredential("user", "changeme")',
+        'new DirectoryEntry("LDAP://dc01", "CORP\\\\user", "secret")')),
+    # session 11: docker login, the MySQL clients, sshpass; stdin and a bare `-p` (MySQL's prompt)
+    ("scripts/deploy.sh", {
+        "docker-login-password": ["docker login -u deploy -p {pw} registry.acme.internal",
+                                  "docker login --username ci --password={pw} ghcr.io"],
+        "mysql-cli-password": ["mysqldump -uroot -p{pw} app > dump.sql",
+                               "mysql -h db.internal -u app --password={pw} app < seed.sql"],
+        "sshpass-password": ["sshpass -p '{pw}' ssh deploy@10.0.0.5"],
+    }, ("docker login -u deploy -p $REGISTRY_PASSWORD registry.acme.internal",
+        'echo "$PW" | docker login -u deploy --password-stdin ghcr.io',
+        "mysql -u root -p app < dump.sql",
+        'mysql -u root -p"$MYSQL_PWD" app',
+        "sshpass -e ssh deploy@10.0.0.5",
+        "sshpass -p changeme ssh deploy@10.0.0.5")),
+]
 
 
-def test_invocations_docker_mysql_sshpass(engine):
-    """Passwords on the command line of docker login, the MySQL clients and sshpass (session 11);
-    variables, stdin and a bare `-p` (MySQL's prompt) are not literals."""
+@pytest.mark.parametrize("path,cases,not_literal", _INVOCATIONS, ids=[p for p, _, _ in _INVOCATIONS])
+def test_invocations(engine, path, cases, not_literal):
     pw = _pw()
-    cases = {
-        "docker-login-password": [f"docker login -u deploy -p {pw} registry.acme.internal",
-                                  f"docker login --username ci --password={pw} ghcr.io"],
-        "mysql-cli-password": [f"mysqldump -uroot -p{pw} app > dump.sql",
-                               f"mysql -h db.internal -u app --password={pw} app < seed.sql"],
-        "sshpass-password": [f"sshpass -p '{pw}' ssh deploy@10.0.0.5"],
-    }
     for rule, texts in cases.items():
         for text in texts:
-            hits = _found(engine, text, rule, "scripts/deploy.sh")
+            text = text.replace("{pw}", pw)
+            hits = _found(engine, text, rule, path)
             assert hits and hits[0].secret_hmac == fingerprint(engine.key, pw.encode()), (rule, text)
-    for text in ("docker login -u deploy -p $REGISTRY_PASSWORD registry.acme.internal",
-                 'echo "$PW" | docker login -u deploy --password-stdin ghcr.io',
-                 "mysql -u root -p app < dump.sql",
-                 'mysql -u root -p"$MYSQL_PWD" app',
-                 "sshpass -e ssh deploy@10.0.0.5",
-                 "sshpass -p changeme ssh deploy@10.0.0.5"):
-        assert _ids(engine, text, "scripts/deploy.sh") == [], text
+    for text in not_literal:
+        assert _ids(engine, text, path) == [], text
 
 
 def test_named_secrets_prose_and_comparison(engine):

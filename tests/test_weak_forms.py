@@ -14,16 +14,13 @@ import pytest
 from repoguard.credentials.alphabet import edited_hex
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.rules import load_rules
+from fake_values import ALNUM, random_key
 
 _RNG = random.Random(11)
-_ALNUM = string.ascii_letters + string.digits
 
 
-def _key(n: int = 32, alphabet: str = _ALNUM) -> str:
-    while True:
-        v = "".join(_RNG.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
-            return v
+def _key(n: int = 32, alphabet: str = ALNUM) -> str:
+    return random_key(_RNG, n, alphabet)
 
 
 K = _key()          # 32 mixed-case alphanumerics: a common key shape
