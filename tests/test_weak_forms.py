@@ -47,36 +47,50 @@ def test_edited_hex():
     assert not edited_hex((HEX[:32] + "-us12").encode())   # a data-centre suffix, after a separator
 
 
-# (found, twin that is not a key): the found form is reported, its twin is not.
+# (found, the rule that reports it, twin that is not a key): the found form is reported, its twin is not.
 PAIRS = [
     # hex edited by hand next to a vendor's name and a secret word
-    (f"zyxwidget secret: {HEX}", f"zyxwidget secret: {EDITED}"),
-    (f'{{"provider": "zyxwidget", "secret": "{HEX}"}}', f'{{"provider": "zyxwidget", "secret": "{EDITED}"}}'),
+    (f"zyxwidget secret: {HEX}", "generic-api-key", f"zyxwidget secret: {EDITED}"),
+    (f'{{"provider": "zyxwidget", "secret": "{HEX}"}}', "generic-api-key",
+     f'{{"provider": "zyxwidget", "secret": "{EDITED}"}}'),
     # a value glued to a character no token holds is part of a longer string
-    (f"zyxwidget_key = '{K}'", f"zyxwidget_key = '{K[:-1]}$'"),
-    (f"zyxwidget token = '{K}'", f"zyxwidget token = '{K[:-1]}?'"),
+    (f"zyxwidget_key = '{K}'", "generic-keyword-context", f"zyxwidget_key = '{K[:-1]}$'"),
+    (f"zyxwidget token = '{K}'", "generic-api-key", f"zyxwidget token = '{K[:-1]}?'"),
+    # an `=` inside a run is no base64 padding: the value goes on
+    (f"[DEBUG] Using Zyxwidget Key={K}\n", "generic-keyword-context", f"[DEBUG] Using Zyxwidget Key={K}=x9Qm2Lp\n"),
+    # hex typed over is no generated key, also for a vendor row that only names the vendor
+    (f"Your Vbout key is {HEX}", "vbout-keyword", f"Your Vbout key is {EDITED}"),
     # a bare `key` as a label in prose or a log line, not a mapping's key
-    (f"- Zyxwidget API Key: {K40}", f"- Zyxwidget cache key: {K40}"),
-    (f"- Zyxwidget (key): `{K40}`", f"- Zyxwidget public key: `{K40}`"),
-    (f"[zyxwidget]\nkey = {K40}\n", f"key = {K40}\n"),
-    (f"[zyxwidget]\nkey = {K40}\n", f"[gpg]\nkey = {K40}\n"),
-    (f"vbout:\n  url: https://vb.internal\n  key: {K40}\n", f"cache:\n  key: {K40}\n"),
-    (f"zyxwidgetConfig:\n  key: {K40}\n", f"spec:\n  selector:\n    - key: {K40}\n"),
-    (f"vbout:\n  key: {K40}\n", f"kind: ConfigMap\ndata:\n  key: {K40}\n"),
-    (f"const zyxwidgetConfig = {{ key: '{K}' }};\n", f"const items = [{{ key: '{K}' }}];\n"),
-    (f'requests.get(url, params={{"key": "{K}"}})\n', f'cache.get(url, lookup={{"key": "{K}"}})\n'),
+    (f"- Zyxwidget API Key: {K40}", "generic-keyword-context", f"- Zyxwidget cache key: {K40}"),
+    (f"- Zyxwidget (key): `{K40}`", "generic-keyword-context", f"- Zyxwidget public key: `{K40}`"),
+    (f"[zyxwidget]\nkey = {K40}\n", "generic-keyword-context", f"key = {K40}\n"),
+    (f"[zyxwidget]\nkey = {K40}\n", "generic-keyword-context", f"[gpg]\nkey = {K40}\n"),
+    (f"vbout:\n  url: https://vb.internal\n  key: {K40}\n", "generic-keyword-context", f"cache:\n  key: {K40}\n"),
+    (f"zyxwidgetConfig:\n  key: {K40}\n", "generic-keyword-context", f"spec:\n  selector:\n    - key: {K40}\n"),
+    (f"zyxSettings:\n  key: {K40}\n", "generic-keyword-context", f"kind: ConfigMap\ndata:\n  key: {K40}\n"),
+    (f"const zyxwidgetConfig = {{ key: '{K}' }};\n", "generic-keyword-context", f"const items = [{{ key: '{K}' }}];\n"),
+    (f'requests.get(url, params={{"key": "{K}"}})\n', "generic-keyword-context",
+     f'cache.get(url, lookup={{"key": "{K}"}})\n'),
     # a key handed to an SDK client's constructor
-    (f'$client = new \\Zyxwidget\\Client("{K}");\n', f'$client = new \\Zyxwidget\\Client("{K[:12]}");\n'),
-    (f"const client = new Client('{K}');\n", "const client = new Client('123e4567-e89b-42d3-a456-556642440000');\n"),
-    (f'c := zyxwidget.New("{K}")\n', f'err := errors.New("{K}")\n'),
-    (f'c := zyxwidget.NewClient("{K}")\n', 'c := zyxwidget.NewClient("AccessTokenProviderFactory")\n'),
-    (f"client = Zyxwidget::Client.new('{K}')\n", f"client = Zyxwidget::Client.new('{K[:8]}')\n"),
+    (f'$client = new \\Zyxwidget\\Client("{K}");\n', "generic-client-key",
+     f'$client = new \\Zyxwidget\\Client("{K[:12]}");\n'),
+    (f"const client = new Client('{K}');\n", "generic-client-key",
+     "const client = new Client('123e4567-e89b-42d3-a456-556642440000');\n"),
+    (f'c := vbout.New("{K}")\n', "vbout-keyword", f'err := errors.New("{K}")\n'),
+    (f'c := vbout.New("{K}")\n', "vbout-keyword",
+     f'id := xid.New("{K}")\n'),  # Go's New: a client only for a vendor's package
+    (f"client = Client('{K}')\n", "generic-client-key",
+     f"client = getClient('{K}')\n"),  # a lookup by id, not a constructor
+    (f"client = twilio.rest.Client('{K}')\n", "generic-client-key", f"client = self.client('{K}')\n"),
+    (f'c := zyxwidget.NewClient("{K}")\n', "generic-client-key",
+     'c := zyxwidget.NewClient("AccessTokenProviderFactory")\n'),
+    (f"client = Zyxwidget::Client.new('{K}')\n", "generic-client-key", f"client = Zyxwidget::Client.new('{K[:8]}')\n"),
 ]
 
 
-@pytest.mark.parametrize("found,not_found", PAIRS)
-def test_weak_form_and_its_twin(engine, found, not_found):
-    assert _ids(engine, found), found
+@pytest.mark.parametrize("found,rule,not_found", PAIRS)
+def test_weak_form_and_its_twin(engine, found, rule, not_found):
+    assert _ids(engine, found) == [rule], found
     assert _ids(engine, not_found) == [], not_found
 
 
@@ -151,3 +165,25 @@ def test_documented_length_in_another_alphabet_reports_on_an_assignment(engine):
     assert _ids(engine, f"ETHERSCAN_TOKEN={mixed}\n") == ["generic-api-key"]
     assert _ids(engine, f"Your Etherscan key is {mixed}") == []
     assert _ids(engine, f"ETHERSCAN_TOKEN={edited}\n") == []
+
+
+def test_ci_service_filter_keeps_vendor_keys_and_never_raises(engine):
+    """The service-container filter drops password and generic findings only: a vendor's token in a
+    service's env is still one. A workflow the YAML parser cannot read (nesting too deep) is scanned
+    without the filter, and the scan does not raise."""
+    gh = "ghp_" + _key(36)
+    text = ("jobs:\n  t:\n    services:\n      app:\n        env:\n"
+            f"          GH_TOKEN: {gh}\n    steps:\n      - run: make\n")
+    assert [f.rule_id for f in engine.scan(text.encode(), ".github/workflows/ci.yml")] == ["github-pat"]
+    deep = ("jobs:\n  t:\n    services:\n      s:\n        env:\n          X: " + "[" * 5000 + "]" * 5000
+            + f"\napi_token = \"{_key(24)}\"\n")
+    assert engine.scan(deep.encode(), ".github/workflows/ci.yml") is not None
+
+
+def test_long_lines_do_not_hide_a_yaml_parent_or_stall(engine):
+    """A sibling line longer than the 200 bytes once read back, and a long run of keyboard rows
+    that is no walk, are read correctly (they once took quadratic and exponential time)."""
+    text = f"zyx_config:\n  description: {'x' * 300}\n  key: {K}\n"
+    assert _ids(engine, text, "deploy/app.yaml") == ["generic-keyword-context"]
+    from repoguard.credentials.structural.placeholders import keyboard_walk
+    assert not keyboard_walk(b"7890" + b"qwertyuiopasdfghjklzxcvbnmpoiuytrewqlkjhgfdsa" * 20 + b"Z")

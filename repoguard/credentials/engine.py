@@ -232,7 +232,8 @@ class Engine:
             return cls(ruleset, use_hyperscan=False, structural=structural, key=key)
         triggers = [(d.triggers, d.prefilter) for d in all_detectors()] if structural else []
         digest = hashlib.sha256(repr((_CACHE_VERSION, getattr(hyperscan, "__version__", ""),
-                                      [(r.regex, r.keywords) for r in ruleset.rules], triggers, B64, HEX))
+                                      [(r.regex, r.keywords, bool(r.path)) for r in ruleset.rules], triggers,
+                                      B64, HEX))
                                 .encode()).hexdigest()[:24]
         from repoguard.core.artefacts import user_cache_dir
 
@@ -305,7 +306,8 @@ class Engine:
                      or not any(a < sp[4] and sp[3] < b and _vetoes(rid, sp[0].rule.id) for a, b, rid in vetoes)]
         if spans and is_workflow(path):  # a CI job's own service containers: their passwords gate nothing
             ephemeral = service_values(data)
-            spans = [sp for sp in spans if sp[5] not in ephemeral]
+            spans = [sp for sp in spans if sp[5] not in ephemeral  # a vendor's token there is still one
+                     or (sp[0].rule.priority < GENERIC and "password" not in sp[0].rule.id)]
         kept: list[Finding] = []
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))
@@ -462,7 +464,7 @@ class Engine:
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
         if r.id in VETOED and mixed_alphabet(secret):
-            return None  # two base64 alphabets, or `~`: hand-typed, not a generated key
+            return None  # two base64 alphabets, `~`, or hex typed over: hand-made, not a generated key
         if self._vendor_prefixes and (r.priority >= GENERIC or "name-only" in r.tags) \
                 and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value

@@ -40,8 +40,10 @@ _DIRENTRY = re2.compile(rb"(?i)\bdirectoryentry[ \t]*\(\s*" + _STR + rb"\s*,\s*"
 
 def _literal(value: bytes) -> bool:
     """A literal password, not a variable, environment reference or placeholder."""
-    if value.startswith((b"$", b"%", b"(", b"[")) or value.endswith(b"%"):
-        return False
+    value = value.lstrip(b"\\")  # `\$DOCKER_PASS`: a variable escaped in a Groovy string or a heredoc
+    if value.startswith((b"$", b"%", b"(", b"[")) or value.endswith(b"%") or (
+            value.startswith(b"@@") and value.endswith(b"@@")):
+        return False  # a variable, an environment reference or a template token (`@@ROOT_PW@@`)
     return not is_placeholder(value, min_len=4)
 
 

@@ -23,9 +23,9 @@ alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not
 (`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
 example UUID), hex edited by hand (`alphabet.edited_hex`), a repetition, an identifier made of
 words (`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a dotted name or version, or a
-file/URL path. A value glued to a character no token holds (`…Yc0$`, `…f3?`, `…9a!x`), or
-to an `=` that more token characters follow (`…0_L=~lh…`), is part of a longer string, not a
-generated key.
+file/URL path. A value glued to a character no token holds (`…Yc0$`, `'…f3?'`, `…9a!x`: see
+`_glued`), or to an `=` that more token characters follow (`…0_L=~lh…`), is part of a longer
+string, not a generated key.
 
 The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
 `key_path`, `secret_name`, `token_type`), public keys (`public_key`, `publishable_key`),
@@ -102,7 +102,9 @@ _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _NAMECH = _ALNUM | frozenset(b"_.-")
 _TOKCH = _ALNUM | frozenset(b"+/_=~.-")
 _SEP = frozenset(b" \t\"'`()[]\\")
-_GLUE = frozenset(b"?!$%^*#|")  # never in or right after a generated token (`%` unless URL-encoding)
+_GLUE = frozenset(b"$%^*")  # never right after a generated token (`%` unless URL-encoding)
+_GLUE_INSIDE = frozenset(b"?!|#")  # sentence or table punctuation, glue only inside a value
+_QUOTES = frozenset(b"\"'`")
 _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _OPS = frozenset(b"=:>")  # `=`, `:`, `=>`, and `>` closing an XML tag (`<apiKey>v</apiKey>`)
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
@@ -135,7 +137,8 @@ _NOT_CREDENTIAL = frozenset(
 _LOG_LINE = re.compile(rb"\[(?i:debug|info|warn|warning|error|trace|fatal)\]|\b(?:DEBUG|INFO|WARN|WARNING|ERROR|TRACE|FATAL)\b"
                        rb"|level=")
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
-_NUMBER = re.compile(rb"[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")  # 1.7976931348623157e+308: a float
+# 1.7976931348623157e+308: a float (written so that no two parts can take the same digits)
+_NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
 _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
@@ -360,6 +363,11 @@ def _namelike(seg: bytes) -> bool:
 _SECTION = re.compile(rb"[ \t]*\[([A-Za-z0-9_. -]{1,64})\][ \t]*\r?$")
 _YAML_PARENT = re.compile(rb"([A-Za-z0-9_.-]{1,64}):[ \t]*$")  # `acme:` opening a mapping
 _YAML_ENTRY = re.compile(rb"[A-Za-z0-9_.-]{1,64}:(?:[ \t]|$)")  # a sibling `name: v`
+# Words before a bare `key` that make it code, not a label: declarations and types, and
+# punctuation that joins a word into a call or a name (`cache.fetch key:`, `find_by key:`).
+_DECLARATIONS = frozenset(b"const let var val local final static auto readonly string str byte bytes char "
+                          b"int long dim def fn func public private protected".split())
+_CODE_WORD = re.compile(rb"[._:$@(){}\[\]<>=]")
 _HOLDER = frozenset(b"config configuration conf cfg settings options opts credentials creds params auth client "
                     b"clients keys secrets".split())
 
@@ -368,32 +376,38 @@ def _parent_names_secret(data: bytes, ls: int, indent: int) -> bool:
     """For a bare `key` first on the line starting at `ls` (after `indent` blanks): is it the key
     of an INI section (`[acme]` on the line above) whose name is no lookup or public key's
     (`[gpg]`), or of a YAML mapping (`acme:` above it, past its siblings `name: v`) named for a
-    vendor of the table or for settings (`acme:`, `acmeConfig:`)?"""
+    vendor of the table or for settings (`acme:`, `acmeConfig:`)? Each line above is read from
+    its start, at most 256 bytes of it: the walk costs at most 8 lines whatever their length."""
     prev_end, siblings = ls - 1, 0
     while prev_end > 0 and siblings < 8:
-        ps = data.rfind(b"\n", max(0, prev_end - 200), prev_end) + 1
-        prev = data[ps:prev_end].rstrip(b"\r")
+        ps = data.rfind(b"\n", 0, prev_end) + 1
+        prev = data[ps:min(prev_end, ps + 256)].rstrip(b"\r")
+        if ps == 0 and prev.startswith(b"\xef\xbb\xbf"):
+            prev = prev[3:]  # a UTF-8 byte-order mark
+        long_line = prev_end - ps > 256
         prev_end = ps - 1
         body = prev.lstrip(b" \t")
         if not body or body.startswith(b"#"):
             continue
-        m = _SECTION.match(prev)
+        m = None if long_line else _SECTION.match(prev)
         if m is None and indent:
             lead = len(prev) - len(body)
             if lead == indent and _YAML_ENTRY.match(body):
                 siblings += 1
                 continue
-            m = _YAML_PARENT.match(body) if lead < indent else None
+            m = _YAML_PARENT.match(body) if lead < indent and not long_line else None
             # a YAML mapping's `key` is a credential's only under a vendor's or a settings name
             # (`crowdin:`, `stripeConfig:`), not a selector's, ConfigMap's or table's (`data:`)
-            return m is not None and (m.group(1).lower().decode() in _vendor_aliases()
-                                      or _words(m.group(1))[-1:] in ([w] for w in _HOLDER))
+            if m is None:
+                return False
+            words = _words(m.group(1))
+            return m.group(1).lower().decode() in vendor_aliases() or (bool(words) and words[-1] in _HOLDER)
         return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
     return False
 
 
 @functools.lru_cache(maxsize=1)
-def _vendor_aliases() -> frozenset[str]:
+def vendor_aliases() -> frozenset[str]:
     """The vendor table's aliases (credentials.vendor_table), lower-case."""
     from repoguard.credentials.vendor_table import default_vendor_table
     return frozenset(a for r in default_vendor_table() for a in r.aliases)
@@ -402,11 +416,11 @@ def _vendor_aliases() -> frozenset[str]:
 def _key_label(data: bytes, s: int) -> bool:
     """True when the bare `key` starting at `s` names a credential, not a mapping's key: in a log
     line (`[DEBUG] Using Acme Key=v`); as a label in prose (`Acme API Key: v`, `- Acme (key): v`:
-    a word and a space before it); as the key of an INI section or a YAML mapping (`[acme]`,
-    `acme:` above it); or
-    in an object named for settings or a request's parameters (`acmeConfig = { key: 'v' }`,
-    `params={"key": "v"}`). A word before it that names a lookup or public key (`cache key:`,
-    `public key:`, `[gpg]`) keeps it a mapping's key."""
+    a word and a space before it, not a declaration or a call: `const key =`, `String key =`,
+    `cache.fetch key:`, `find_by key:`); as the key of an INI section or a YAML mapping (`[acme]`,
+    `acme:` above it); or in an object named for settings or a request's parameters
+    (`acmeConfig = { key: 'v' }`, `params={"key": "v"}`). A word before it that names a lookup
+    or public key (`cache key:`, `public key:`, `[gpg]`) keeps it a mapping's key."""
     ls = data.rfind(b"\n", max(0, s - 200), s) + 1 if s else 0
     line = data[max(ls, s - 200):s]
     if _LOG_LINE.search(line):
@@ -421,8 +435,12 @@ def _key_label(data: bytes, s: int) -> bool:
         return False
     if line.endswith(b"(") and line[-2:-1] not in (b" ", b"\t"):
         return False  # `f(key=…)`: an argument named key
-    words = _words(line.rstrip(b" \t(")[-40:])
-    return bool(words) and line.rstrip(b" \t(")[-1:].isalnum() and words[-1] not in _NOT_CREDENTIAL
+    before = line.rstrip(b" \t(")
+    word = before[before.rfind(b" ") + 1:].rsplit(b"\t", 1)[-1].lstrip(b"([\"'`*_")  # the word before
+    if not word[-1:].isalnum() or _CODE_WORD.search(word) or word.lower() in _DECLARATIONS:
+        return False  # `const key =`, `String key =`, `cache.fetch key:`, `find_by key:`: code
+    words = _words(word)
+    return bool(words) and words[-1] not in _NOT_CREDENTIAL
 
 
 def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] | None:
@@ -511,6 +529,21 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         return j, _value_end(data, j), data[s:name_end], weak
 
 
+def _glued(data: bytes, b: int) -> bool:
+    """Does the value ending at `b` go on past what a token holds? `$%^*` right after it
+    (`…Yc0$`; `%` unless URL-encoding, `%2F`), or `?!|` followed by more token characters or a
+    closing quote (`…3f?'`, `…9a!x`; not a sentence's or a table's end: `token: v!`, `| v |`),
+    or `#` followed by a closing quote."""
+    if b >= len(data):
+        return False
+    c, nxt = data[b], data[b + 1] if b + 1 < len(data) else -1
+    if c in _GLUE:
+        return not (c == 37 and _PCT.match(data, b))
+    if c not in _GLUE_INSIDE:
+        return False
+    return nxt in _QUOTES or (c != 35 and nxt in _TOKCH)
+
+
 def _windows(data: bytes, ends: Iterable[int] | None) -> Iterator[tuple[int, int]]:
     """(start, end) ranges that hold every SHAPE match, in increasing order: the whole text when
     `ends` is None (no Hyperscan), else the WINDOW bytes before each SHAPE match end in `ends`
@@ -555,8 +588,8 @@ def find(data: bytes, path: str, ends: Iterable[int] | None = None) -> Iterator[
             after = data[b:b + 64].lstrip(b" \t")[:1]
             if after in (b"(", b"[") or data[b - 3:b] == b"...":
                 continue  # a call or subscript (`base64.b64encode(...)`), or an elided sample
-            if b < len(data) and data[b] in _GLUE and not (data[b] == 37 and _PCT.match(data, b)):
-                continue  # `…Yc0$`, `…3f?`: the value goes on past what a token holds
+            if _glued(data, b):
+                continue  # `…Yc0$`, `'…3f?'`: the value goes on past what a token holds
             if data[b:b + 1] == b"=" and data[b:_scan_run(data, b, _TOKCH)].strip(b"="):
                 continue  # `…0_L=~lhX0`: `=` inside a run is no padding, so no generated token
             while b > a and data[b - 1] in b".-_~":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import re2
+
 _WORDS = {
     b"password", b"passwd", b"pass", b"pwd", b"secret", b"changeme", b"change_me", b"changeit",
     b"example", b"sample", b"test", b"testing", b"token", b"apikey", b"api_key", b"mypassword",
@@ -50,7 +52,9 @@ def keyboard_walk_regex() -> str:
     return "(?i)^(?:(?:" + alts + ")[^0-9A-Za-z]?)+[0-9!@#$%^&*._-]{0,4}$"
 
 
-_KEYBOARD_WALK = re.compile(keyboard_walk_regex().encode())
+# RE2: the runs overlap (`qwer|tyui` = `qwert|yui…`), so a backtracking engine would try every
+# way of cutting a long non-walk before failing (exponential in its length).
+_KEYBOARD_WALK = re2.compile(keyboard_walk_regex().encode())
 
 
 def keyboard_walk(value: bytes) -> bool:

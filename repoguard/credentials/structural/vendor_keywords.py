@@ -100,12 +100,20 @@ def _identifier(data: bytes, s: int) -> bool:
     return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
 
 
-def _url_path(data: bytes, s: int) -> bool:
-    """Is the value at `s` a segment of a URL's path (`https://app.acme.io/project/badge/<id>`)? An
-    id in a link, not a key: keys travel in headers and query strings."""
+# A link in markup: a badge or image (`.. image::`, `![…](`, `<img src=`, `…/badge/…`, `.svg`).
+_LINK = re.compile(rb"(?i)image::|!\[|<img\b|src=|/badges?/|\.svg\b|shields\.io")
+
+
+def _link_path(data: bytes, s: int) -> bool:
+    """Is the value at `s` a segment of a badge or image link's path
+    (`.. image:: https://app.acme.io/project/badge/Grade/<id>`)? A project id in a link, not a key.
+    Other URL paths are read as usual: some vendors put the key there (`…infura.io/v3/<key>`)."""
     if data[s - 1:s] != b"/":
         return False
-    return b"://" in data[max(data.rfind(b"\n", max(0, s - 300), s), s - 300, 0):s]
+    ls = data.rfind(b"\n", max(0, s - 300), s) + 1
+    le = data.find(b"\n", s, s + 300)
+    line = data[max(ls, s - 300):le if le >= 0 else s + 300]
+    return b"://" in line and _LINK.search(line) is not None
 
 
 def _generic_value(value: bytes) -> bool:
@@ -271,10 +279,13 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             else:
                 found = ((m.start(1), m.end(1), m.group(1)) for m in table.shape(row).finditer(win))
                 ok = (lambda row: lambda a, v: _memo(memo, row.id, v, lambda: _looks_random(v, row)) and not (
-                    row.alphabet == "uuid" and _identifier(data, a)) and not _url_path(data, a))(row)
+                    row.alphabet == "uuid" and _identifier(data, a)))(row)
             for a, b, v in found:
                 if names.find(1, a, b) >= 0:
                     continue  # the alias itself, or a word holding it
+                if _link_path(data, lo + a):
+                    taken[a:b] = b"\x01" * (b - a)  # an id in a badge link: no finding, and no veto
+                    continue
                 if ok(lo + a, v):
                     out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
                     taken[a:b] = b"\x01" * (b - a)
