@@ -19,6 +19,7 @@ from repoguard.credentials.engine import Engine, hyperscan
 from repoguard.credentials.keys import fingerprint
 from repoguard.credentials.rules import RuleSet, load_rules
 from repoguard.credentials.structural import keyword_context as kc
+from repoguard.credentials.structural import tokens
 
 RULES = load_rules()
 ID = "generic-keyword-context"
@@ -224,7 +225,7 @@ def test_base64_of_text_and_well_known_values_are_not_secrets(engine):
     # A fixed random key: ~2 % of uniformly random values read as words or runs and are skipped.
     key_b64 = base64.b64encode(random.Random(30).randbytes(30)).decode()
     assert [f.rule_id for f in found(engine, f"acme SECRET {key_b64}\n")] == [ID]
-    emulator = kc._WELL_KNOWN  # the Azure Storage emulator key is published: listed by digest only
+    emulator = tokens._WELL_KNOWN  # the Azure Storage emulator key is published: listed by digest only
     assert all(len(d) == 64 for d in emulator)
 
 

@@ -78,8 +78,8 @@ _STRUCTURED = {
 
 def _value(rng: random.Random, row, n: int | None = None) -> str:
     """A random value of the row's shape (of length `n` after the prefix when given), drawn
-    again while it looks hand-typed (`keyword_context.random_token`): a generated key would not."""
-    from repoguard.credentials.structural.keyword_context import random_token
+    again while it looks hand-typed (`tokens.random_token`): a generated key would not."""
+    from repoguard.credentials.structural.tokens import random_token
     if row.alphabet == "uuid":
         return _uuid(rng)
     if n is None and row.id in _STRUCTURED:

@@ -8,7 +8,7 @@ capitalised class name so ending (Python, Kotlin, Swift), Ruby's `….new`, a `c
 factory, Go's `NewClient`. A lower-case `getClient("id")`, `self.client("id")` or any package's
 `.New(…)` (`errors.New`, `xid.New`) looks something up or builds something else. The argument
 must be one quoted literal followed by `)` or `,`; the value must have a common key shape
-(`keyword_context.common_key_shape`) and look generated (`keyword_context.random_token`); a UUID is
+(`tokens.common_key_shape`) and look generated (`tokens.random_token`); a UUID is
 an id (a tenant, a client id), not a key. Findings use the rule id `generic-client-key` (a generic
 rule: medium severity, the lowest priority, and the vendor table's veto applies: a Mailgun client
 given a value of the wrong shape is no Mailgun key).
@@ -21,7 +21,8 @@ import re2
 
 from repoguard.credentials.priority import CONTEXT
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.keyword_context import common_key_shape, random_token, vendor_aliases
+from repoguard.credentials.structural.keyword_context import vendor_aliases
+from repoguard.credentials.structural.tokens import common_key_shape, random_token
 
 # The callee, `(`, one quoted literal, then `)` or `,`. Matched case-sensitively. Blank runs are
 # bounded as in PREFILTER, so that Hyperscan and RE2 find the same calls.

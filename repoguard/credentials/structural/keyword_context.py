@@ -16,14 +16,9 @@ Shapes (the keyword may sit anywhere in a snake/kebab/camel/dotted name, e.g. `a
   stand between the keyword and the value);
 - glued names: `acme-secret-<v>`, `acmeToken.<v>`.
 
-The value is a run of token characters (`[A-Za-z0-9+/_=~.-]`) that must look random
-(`random_token`): 16–2048 characters with a letter and a digit; Shannon entropy (bits per
-character, H = −Σ p log₂ p [Shannon 1948]) at least 0.75·log₂ min(length, alphabet) where the
-alphabet is 16 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not a placeholder
-(`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122
-example UUID), hex edited by hand (`alphabet.edited_hex`), a repetition, an identifier made of
-words (`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a dotted name or version, or a
-file/URL path. A value glued to a character no token holds (`…Yc0$`, `'…f3?'`, `…9a!x`: see
+The value is a run of token characters (`[A-Za-z0-9+/_=~.-]`) that must look generated
+(`tokens.random_token`: entropy, a letter and a digit, no placeholder, sequence, identifier, path
+or version). A value glued to a character no token holds (`…Yc0$`, `'…f3?'`, `…9a!x`: see
 `_glued`), or to an `=` that more token characters follow (`…0_L=~lh…`), is part of a longer
 string, not a generated key.
 
@@ -50,23 +45,17 @@ bytes.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import hashlib
-import math
 import re
 from typing import Iterable, Iterator
 
 import re2
 
-from repoguard.credentials.alphabet import edited_hex
 from repoguard.credentials.assign import ASSIGN, WS_MAX
-from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.priority import CONTEXT
 from repoguard.credentials.rule_types import max_width
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.placeholders import is_placeholder, keyboard_walk
+from repoguard.credentials.structural.tokens import NAME_SEPS, common_key_shape, name_words, namelike, random_token
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
             b"credential", b"auth", b"access", b"private", b"key")
@@ -136,183 +125,15 @@ _NOT_CREDENTIAL = frozenset(
 # A log line's level marker: there a bare `Key=`/`key:` names a credential, not a mapping's key.
 _LOG_LINE = re.compile(rb"\[(?i:debug|info|warn|warning|error|trace|fatal)\]|\b(?:DEBUG|INFO|WARN|WARNING|ERROR|TRACE|FATAL)\b"
                        rb"|level=")
-_VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
-# 1.7976931348623157e+308: a float (written so that no two parts can take the same digits)
-_NUMBER = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.py
-_MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
-_CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
-_SYLLABLE = re.compile(rb"[aeiouAEIOU]")
-_CLUSTER = re.compile(rb"[^aeiouAEIOU]{4}")  # 4 consonants in a row: not an English word
-_WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_REPEAT5 = re.compile(rb"(.)\1{4}")
-_CONSONANTS5 = re.compile(rb"[^aeiouy]{5}")
-_NAME_SEPS = re.compile(rb"[_.-]+")
-_B64_TEXT = re.compile(rb"[A-Za-z0-9+/]+={0,2}")
 _MAX_VALUE = 2048  # `random_token` rejects longer values: no scan needs to read past one
 # Words between a secret's name and its value: `api key <v>`, prose `your token is <v>`.
 _HOP_AFTER_SPACE = frozenset((b"code", b"api", b"value", b"bearer", b"basic", b"is", b"was"))
 
-# Published, non-secret values (SHA-256 of each), in order: OpenSSL's FIPS module integrity key
-# (FIPS_KEY_STRING in fipskey.h, the same in every build); the Azure Storage emulator's account
-# key (learn.microsoft.com, "Azurite": the same for every developer); the example consumer key,
-# token and signature of RFC 5849 §3.5.1; the example access and refresh tokens of RFC 6749
-# §4.1.4 (copied into OAuth libraries' docs and tests).
-_WELL_KNOWN = frozenset((
-    "d0720d84879472284611dc023d47fc39cf655d377117a9fb879c7da7ec807e6b",
-    "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
-    "8d567eb88afff34f31ab97fbb2731e582703bdeaf3c92b989cf568e0b23cef31",
-    "9d03b692e941d5ace207a9f8048834439f6de98e5c6c1590c22c4f4577c88a42",
-    "199a18992e0079f4b405af79e9e99fe88f2514baccf7b875577b56f73217a488",
-    "6c96130f130ab0d6d158397e24d2bcc1c9a5e73ae081f6e983f1c7b545d24a4c",
-    "00cf4c781dc37003f7c7dd7d4c9a6ef1e0f4c62d9a291aa8bc398774e3fefd32",
-))
-
-# RFC 4122's example UUID (123e4567-e89b-12d3-a456-426614174000) and its hand-edited variants.
-_SAMPLE_UUID = b"123e4567-e89b-12d3-a456-"
-
-
-def _words(name: bytes) -> list[bytes]:
-    return [w.lower() for w in _WORD_SPLIT.findall(name)]
-
-
-def _sequence_fraction(s: bytes) -> float:
-    """Fraction of `s` in runs of ≥ 3 characters stepping by +1 or −1 (`abc`, `4321`)."""
-    if len(s) < 3:
-        return 0.0
-    covered = [False] * len(s)
-    for step in (1, -1):
-        run = 1
-        for i in range(1, len(s) + 1):
-            if i < len(s) and s[i] - s[i - 1] == step:
-                run += 1
-                continue
-            if run >= 3:
-                for k in range(i - run, i):
-                    covered[k] = True
-            run = 1
-    return sum(covered) / len(s)
-
-
-def _hand_typed(tok: bytes) -> bool:
-    """True for sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`), keyboard walks
-    (`asdfqwer1234asdf`) and repetitions."""
-    core = bytes(c for c in tok if c in _ALNUM)
-    if len(core) < 8:
-        return True
-    if _sequence_fraction(core) >= 0.4:
-        return True
-    digits = bytes(c for c in core if 48 <= c <= 57)
-    letters = bytes(c for c in core.lower() if 97 <= c <= 122)
-    for part in (digits, letters):
-        if len(part) >= 8 and _sequence_fraction(part) >= 0.6:
-            return True
-    n = len(core)
-    for p in range(1, n // 2 + 1):  # periodic: `abc123abc123`
-        if core[p:] == core[:n - p]:
-            return True
-    return _REPEAT5.search(core) is not None or tok.lower().startswith(_SAMPLE_UUID) or keyboard_walk(tok)
-
-
-def _pronounceable(word: bytes) -> bool:
-    low = word.lower()
-    vowels = sum(c in b"aeiouy" for c in low)
-    return vowels >= 0.2 * len(low) and _CONSONANTS5.search(low) is None
-
-
-def _identifier_like(tok: bytes) -> bool:
-    """True when `tok` reads as words (a name or path segment), e.g. `AccessTokenProvider2`,
-    `SECRET_KEY_2024`, `xchacha20poly1305_keygen`: split at case changes, digits and
-    punctuation, its pieces are few (≥ 3.5 characters each on average) and ≥ 70 % of its
-    letters sit in pronounceable words of ≥ 3 letters (random strings break into many short,
-    unpronounceable pieces); or ≥ 60 % of it is capitalised words of ≥ 3 letters with a vowel
-    and no 4 consonants in a row (CamelCase)."""
-    segs = [p for p in _NAME_SEPS.split(tok) if p]
-    if len(segs) >= 2 and sum(len(p) for p in segs if _namelike(p)) > 0.6 * sum(map(len, segs)):
-        return True
-    camel = [w for w in _CAMEL_WORD.findall(tok) if _SYLLABLE.search(w) and not _CLUSTER.search(w)]
-    if sum(map(len, camel)) >= 0.6 * len(tok):
-        return True  # CamelCase: `T5Gemma2PreTrainedModel`, `Data2VecTextModel`
-    words = _WORD_SPLIT.findall(tok)
-    letters = sum(len(w) for w in words if not w.isdigit())
-    if not letters:
-        return True
-    if len(tok) / len(words) < 3.5:
-        return False
-    wordy = sum(len(w) for w in words if len(w) >= 3 and not w.isdigit() and _pronounceable(w))
-    return wordy >= 0.7 * letters
-
-
-def _path_or_dotted(tok: bytes) -> bool:
-    """A file/URL path (`a/b/c.txt`), a dotted name (`com.acme.Auth2`) or a version (`1.2.3-rc1`)."""
-    if tok[:1] in (b"/", b".", b"~") or (b"/" in tok and _FILE_EXT.search(tok)):
-        return True
-    for sep in (b"/", b"."):
-        parts = [p for p in tok.split(sep) if p]
-        if len(parts) >= 2 and all(p.isdigit() or _identifier_like(p) or len(p) <= 4 or _MODULE.match(p)
-                                   for p in parts):
-            return True
-    parts = [p.strip(b"_") for p in tok.split(b".") if p.strip(b"_")]
-    return len(parts) >= 3 and sum(_namelike(p) or _identifier_like(p) for p in parts) > len(parts) / 2
-
-
-def _decodes_to_text(tok: bytes) -> bool:
-    """True when `tok` is base64 of printable text with spaces or words (`dGhlIHNhbXBsZQ==`,
-    "the sample"), not of random bytes or a random printable string."""
-    if len(tok) % 4 or not _B64_TEXT.fullmatch(tok):
-        return False
-    try:
-        raw = base64.b64decode(tok, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    if not raw or sum(32 <= c < 127 for c in raw) < 0.95 * len(raw):
-        return False
-    # Text has spaces or words; base64 of a random printable key (`Xk29fQ...`) is still a key.
-    return b" " in raw or _identifier_like(bytes(c for c in raw if c in _ALNUM))
-
-
-# The lengths generated API keys come in (16–64 random bytes or characters, hex, base62 or base64
-# encoded; a UUID), in one alphabet: hex, alphanumerics, base64url or base64 (no `.` or `~` inside:
-# those join words, versions and paths, not key characters).
-KEY_LENGTHS = frozenset((16, 20, 22, 24, 26, 28, 30, 32, 36, 40, 43, 44, 45, 48, 50, 56, 60, 64,
-                         80, 86, 88, 96, 128))
-_KEY_ALPHABET = re.compile(rb"[0-9A-Za-z_-]+|[0-9A-Za-z+/]+={0,2}")
-
-
-def common_key_shape(tok: bytes) -> bool:
-    """True when `tok` has one of the common key shapes (KEY_LENGTHS, one alphabet): the value
-    test where the evidence around it is weak (prose and log glue, a vendor's name alone)."""
-    return len(tok) in KEY_LENGTHS and _KEY_ALPHABET.fullmatch(tok) is not None
-
-
-def random_token(tok: bytes) -> bool:
-    """True when `tok` (token characters only) looks like a generated secret (see the module
-    docstring for the tests)."""
-    n = len(tok)
-    if n < 16 or n > 2048:
-        return False
-    if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
-        return False
-    if _VERSION.match(tok) or _NUMBER.fullmatch(tok) or _path_or_dotted(tok) or is_placeholder(tok) \
-            or _hand_typed(tok) or _identifier_like(tok) or edited_hex(tok):
-        return False
-    if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
-        return False
-    core = bytes(c for c in tok if c in _ALNUM)
-    if all(c in _HEX for c in core):
-        alphabet = 16
-    elif core == core.lower() or core == core.upper():
-        alphabet = 36
-    else:
-        alphabet = 64
-    return entropy(tok) >= 0.75 * math.log2(min(len(core), alphabet))
-
-
 def _name_means_secret(name: bytes, kw: bytes) -> bool:
-    low = _NAME_SEPS.sub(b"", name.lower())  # `key_down_event` is `keydown…` too
+    low = NAME_SEPS.sub(b"", name.lower())  # `key_down_event` is `keydown…` too
     if any(w in low for w in _NOT_SECRET):
         return False
-    words = _words(name)
+    words = name_words(name)
     if not words:
         return False
     if words[-1] in _NOT_VALUE or (len(words) >= 2 and words[-2] + words[-1] in _NOT_VALUE):
@@ -351,12 +172,6 @@ def _value_end(data: bytes, j: int) -> int:
     if eq >= 0 and data[eq:e].strip(b"="):
         return eq
     return e
-
-
-def _namelike(seg: bytes) -> bool:
-    """A word of a name (letters, at most two trailing digits), not a value."""
-    core = seg.rstrip(b"0123456789")
-    return bool(core) and core.isalpha() and len(seg) - len(core) <= 2 and len(seg) <= 32
 
 
 # What a bare `key` labels when it names a credential (`_key_label`).
@@ -400,9 +215,9 @@ def _parent_names_secret(data: bytes, ls: int, indent: int) -> bool:
             # (`crowdin:`, `stripeConfig:`), not a selector's, ConfigMap's or table's (`data:`)
             if m is None:
                 return False
-            words = _words(m.group(1))
+            words = name_words(m.group(1))
             return m.group(1).lower().decode() in vendor_aliases() or (bool(words) and words[-1] in _HOLDER)
-        return m is not None and not any(w in _NOT_CREDENTIAL for w in _words(m.group(1)))
+        return m is not None and not any(w in _NOT_CREDENTIAL for w in name_words(m.group(1)))
     return False
 
 
@@ -427,7 +242,7 @@ def _key_label(data: bytes, s: int) -> bool:
         return True
     head = line.rstrip(b" \t\"'")
     if head.endswith(b"{"):  # an object literal: its name says what it holds
-        words = _words(head[:-1].rstrip(b" \t=:("))
+        words = name_words(head[:-1].rstrip(b" \t=:("))
         return bool(words) and words[-1] in _HOLDER
     if line.strip(b" \t") == b"":  # first on its line: an INI section's or a YAML mapping's key?
         return _parent_names_secret(data, ls, len(line))
@@ -439,7 +254,7 @@ def _key_label(data: bytes, s: int) -> bool:
     word = before[before.rfind(b" ") + 1:].rsplit(b"\t", 1)[-1].lstrip(b"([\"'`*_")  # the word before
     if not word[-1:].isalnum() or _CODE_WORD.search(word) or word.lower() in _DECLARATIONS:
         return False  # `const key =`, `String key =`, `cache.fetch key:`, `find_by key:`: code
-    words = _words(word)
+    words = name_words(word)
     return bool(words) and words[-1] not in _NOT_CREDENTIAL
 
 
@@ -466,7 +281,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         while True:
             j = _scan_run(data, i, _ALNUM)
             seg = data[i:j]
-            if seg and not _namelike(seg):
+            if seg and not namelike(seg):
                 if i > ke and data[i - 1] in b"-_.":
                     e = _value_end(data, i)
                     if e - i >= 16 and random_token(data[i:e]):
@@ -515,7 +330,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
             return j, e, data[s:name_end], weak
         k = _scan_run(data, j, _ALNUM)
         seg = data[j:k]
-        if _namelike(seg) and hops < 2:
+        if namelike(seg) and hops < 2:
             low = seg.lower()
             secretish = _KW_RE.search(seg) is not None and not any(w in low for w in _NOT_SECRET)
             if (not op and (secretish or low in _HOP_AFTER_SPACE)) \

@@ -7,13 +7,13 @@ caseless alternation, the detector's prefilter, compiled into the engine's singl
 database; `find` reads only the windows around the alias ends it reports: `DIST` bytes before the
 alias and after it, widened to whole tokens. In a window, each row of that alias looks for a value
 of its exact shape (prefix, alphabet, length, bounded by characters outside the alphabet) that
-looks generated (`keyword_context.random_token`, entropy, no placeholder). A hit is reported under
+looks generated (`tokens.random_token`, entropy, no placeholder). A hit is reported under
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
 is returned as a veto span: the engine drops `generic-api-key` / `generic-keyword-context` /
 `generic-hex-secret` / `generic-client-key` findings on it (a Mailgun-named value of the wrong
-length is no key at all). A token with a common key shape (`keyword_context.common_key_shape`:
+length is no key at all). A token with a common key shape (`tokens.common_key_shape`:
 maybe a format the table lacks) is vetoed for the weak-evidence generic detectors only
 (`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC). A token with a row's
 prefix and length written in another alphabet (over a quarter of it outside the row's) is not
@@ -32,7 +32,7 @@ from repoguard.credentials.entropy import shannon_entropy
 from repoguard.credentials.priority import STRUCTURAL
 from repoguard.credentials.rule_types import Rule
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.keyword_context import common_key_shape, random_token
+from repoguard.credentials.structural.tokens import common_key_shape, random_token
 from repoguard.credentials.structural.placeholders import is_placeholder
 from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 
