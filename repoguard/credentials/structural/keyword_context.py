@@ -55,7 +55,8 @@ from repoguard.credentials.assign import ASSIGN, WS_MAX
 from repoguard.credentials.priority import CONTEXT
 from repoguard.credentials.rule_types import max_width
 from repoguard.credentials.structural.base import Detector, Hit
-from repoguard.credentials.structural.tokens import NAME_SEPS, common_key_shape, name_words, namelike, random_token
+from repoguard.credentials.structural.tokens import (ALNUM, NAME_SEPS, common_key_shape, name_words, namelike,
+                                                     random_token)
 
 KEYWORDS = (b"secret", b"token", b"tkn", b"password", b"passwd", b"passphrase", b"pwd",
             b"credential", b"auth", b"access", b"private", b"key")
@@ -87,16 +88,14 @@ _KW_RE = re2.compile(rb"(?i)" + _KW)
 _NOUN_RE = re2.compile(rb"(?i)secret|token|tkn|passw(?:or)?d|passphrase|pwd|credential|key")
 _SHAPE_RE = re2.compile(rb"(?i)" + SHAPE)
 
-_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_NAMECH = _ALNUM | frozenset(b"_.-")
-_TOKCH = _ALNUM | frozenset(b"+/_=~.-")
+_NAMECH = ALNUM | frozenset(b"_.-")
+_TOKCH = ALNUM | frozenset(b"+/_=~.-")
 _SEP = frozenset(b" \t\"'`()[]\\")
 _GLUE = frozenset(b"$%^*")  # never right after a generated token (`%` unless URL-encoding)
 _GLUE_INSIDE = frozenset(b"?!|#")  # sentence or table punctuation, glue only inside a value
 _QUOTES = frozenset(b"\"'`")
 _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _OPS = frozenset(b"=:>")  # `=`, `:`, `=>`, and `>` closing an XML tag (`<apiKey>v</apiKey>`)
-_HEX = frozenset(b"0123456789abcdefABCDEF-")
 
 # Words that contain a keyword but do not name a secret.
 _NOT_SECRET = tuple(
@@ -150,8 +149,8 @@ def _name_means_secret(name: bytes, kw: bytes) -> bool:
 
 def _mirrors(name: bytes, tok: bytes) -> bool:
     """True when the value repeats its own name (`#define X_KEY_BAG "XKeyBag"`): a name, not a secret."""
-    n = bytes(c for c in name.lower() if c in _ALNUM)
-    t = bytes(c for c in tok.lower() if c in _ALNUM)
+    n = bytes(c for c in name.lower() if c in ALNUM)
+    t = bytes(c for c in tok.lower() if c in ALNUM)
     return len(t) >= 8 and any(t[i:i + 8] in n for i in range(len(t) - 7))
 
 
@@ -279,7 +278,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         # The rest of a glued name: word segments joined by _ - . (a segment with a digit inside
         # a glued run starts the value: `acme-secret-9f3a...`).
         while True:
-            j = _scan_run(data, i, _ALNUM)
+            j = _scan_run(data, i, ALNUM)
             seg = data[i:j]
             if seg and not namelike(seg):
                 if i > ke and data[i - 1] in b"-_.":
@@ -288,7 +287,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
                         return i, e, data[s:name_end], weak
                 return None
             i = name_end = j
-            if i + 1 < n and data[i] in b"-_." and data[i + 1] in _ALNUM:
+            if i + 1 < n and data[i] in b"-_." and data[i + 1] in ALNUM:
                 i += 1
                 continue
             break
@@ -297,7 +296,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         am = None if tf else _ASSIGN_RE.match(data, i)
         if tf:
             j, op = tf.end(), True
-        elif am and b"," not in am.group() and am.end() < n and data[am.end()] in _ALNUM:
+        elif am and b"," not in am.group() and am.end() < n and data[am.end()] in ALNUM:
             j, op, tf = am.end(), True, am
         while j < n and j - i <= 40 and not tf:
             c = data[j]
@@ -312,7 +311,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
             elif c != 13:
                 break
             j += 1
-        if j == i or j >= n or data[j] not in _ALNUM:
+        if j == i or j >= n or data[j] not in ALNUM:
             return None
         gap = data[i:j]
         if (b")" in gap or b"," in gap) and (not op or b"\n" in gap):
@@ -328,7 +327,7 @@ def _value_after(data: bytes, ks: int, ke: int) -> tuple[int, int, bytes, bool] 
         e = _value_end(data, j)
         if e - j >= 16 and random_token(data[j:e]):
             return j, e, data[s:name_end], weak
-        k = _scan_run(data, j, _ALNUM)
+        k = _scan_run(data, j, ALNUM)
         seg = data[j:k]
         if namelike(seg) and hops < 2:
             low = seg.lower()

@@ -22,7 +22,7 @@ from repoguard.credentials.alphabet import edited_hex
 from repoguard.credentials.entropy import shannon_entropy as entropy
 from repoguard.credentials.structural.placeholders import is_placeholder, keyboard_walk
 
-_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # token letters and digits
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
 _VERSION = re.compile(rb"v?[0-9]+\.[0-9]+(?:[.-]|$)")  # 1.2.3-cp310-...: a version or file name
 # 1.7976931348623157e+308: a float (written so that no two parts can take the same digits)
@@ -84,7 +84,7 @@ def _sequence_fraction(s: bytes) -> float:
 def _hand_typed(tok: bytes) -> bool:
     """True for sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`), keyboard walks
     (`asdfqwer1234asdf`) and repetitions."""
-    core = bytes(c for c in tok if c in _ALNUM)
+    core = bytes(c for c in tok if c in ALNUM)
     if len(core) < 8:
         return True
     if _sequence_fraction(core) >= 0.4:
@@ -155,7 +155,7 @@ def _decodes_to_text(tok: bytes) -> bool:
     if not raw or sum(32 <= c < 127 for c in raw) < 0.95 * len(raw):
         return False
     # Text has spaces or words; base64 of a random printable key (`Xk29fQ...`) is still a key.
-    return b" " in raw or _identifier_like(bytes(c for c in raw if c in _ALNUM))
+    return b" " in raw or _identifier_like(bytes(c for c in raw if c in ALNUM))
 
 
 # The lengths generated API keys come in (16–64 random bytes or characters, hex, base62 or base64
@@ -178,14 +178,14 @@ def random_token(tok: bytes) -> bool:
     n = len(tok)
     if n < 16 or n > 2048:
         return False
-    if not any(48 <= c <= 57 for c in tok) or not any(c in _ALNUM and c > 64 for c in tok):
+    if not any(48 <= c <= 57 for c in tok) or not any(c in ALNUM and c > 64 for c in tok):
         return False
     if _VERSION.match(tok) or _NUMBER.fullmatch(tok) or _path_or_dotted(tok) or is_placeholder(tok) \
             or _hand_typed(tok) or _identifier_like(tok) or edited_hex(tok):
         return False
     if _decodes_to_text(tok) or hashlib.sha256(tok).hexdigest() in _WELL_KNOWN:
         return False
-    core = bytes(c for c in tok if c in _ALNUM)
+    core = bytes(c for c in tok if c in ALNUM)
     if all(c in _HEX for c in core):
         alphabet = 16
     elif core == core.lower() or core == core.upper():
