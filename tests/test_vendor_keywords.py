@@ -51,6 +51,8 @@ def test_table_is_broad_and_documented():
     ('[[vendor]]\nid = "x"\naliases = ["acme"]\nalphabet = "hexx"\nlength = 32\n', "alphabet"),
     ('[[vendor]]\nid = "x"\naliases = ["acme"]\nalphabet = "hex"\nlength = [40, 32]\n', "length"),
     ('[[vendor]]\nid = "x"\naliases = ["ac"]\nshape = "generic"\n', "aliases"),
+    ('[[vendor]]\nid = "x"\naliases = ["acme"]\nalphabet = "hex"\nlength = 32\nveto = "shape"\n', "veto"),
+    ('[[vendor]]\nid = "x"\naliases = ["acme"]\nalphabet = "hex"\nlength = 32\nveto = 1\n', "veto"),
     ('[[vendor]]\nid = "x"\naliases = ["acme"]\nshape = "generic"\n[[vendor]]\nid = "x"\naliases = ["acme"]\nshape = "generic"\n', "duplicate"),
 ])
 def test_table_errors_name_file_and_row(tmp_path, body, msg):
@@ -126,6 +128,20 @@ def test_veto_wrong_shape_for_documented_vendor(engine):
     # a password next to the vendor's name is still a password; unknown vendors keep generic rules
     assert ids(engine, f"mailgun_password = '{odd}'", "settings.py")
     assert ids(engine, f'ACMEPAY_API_KEY = "{odd}"', "settings.py") == ["generic-api-key"]
+
+
+def test_length_veto_spares_another_alphabet_of_the_stated_length(engine):
+    # userstack: "a hash consisting of 32 characters" (length stated, hex assumed): veto = "length"
+    assert next(r for r in ROWS if r.id == "userstack").veto == "length"
+    mixed = "Q7hk2mZp9XvB4nLr8TcW3sYd6FgJ1aQe"  # 32, not hex: maybe the alphabet was assumed wrong
+    assert ids(engine, f'USERSTACK_API_KEY = "{mixed}"', "settings.py") == ["generic-api-key"]
+    odd = "q7Hk2mZp9XvB4nLr8TcW3sYd6FgJ1aQe5uRoP"  # 37: not the stated length, no common key shape
+    assert ids(engine, f'USERSTACK_API_KEY = "{odd}"', "settings.py") == []
+    assert ids(engine, f"userstack token - '{odd[:36]}'") == []  # 36, a common length: weak forms vetoed
+    assert ids(engine, "userstack key: " + "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e") == ["userstack-keyword"]
+    # loadmill says veto = false (one example, "an arbitrary string"): the same value still reports
+    assert next(r for r in ROWS if r.id == "loadmill").veto is False
+    assert ids(engine, f'LOADMILL_API_KEY = "{odd}"', "settings.py") == ["generic-api-key"]
 
 
 def test_name_only_row_needs_a_common_key_shape(engine):

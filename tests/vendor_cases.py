@@ -120,9 +120,11 @@ def cases(seed: int = 27) -> list[tuple[str, str, int, str]]:
         tpl, path = rng.choice(CONFIG + CODE)
         out.append((_fill(tpl, alias, _value(rng, row)), path, 1, "kw-config" if (tpl, path) in CONFIG else "kw-code"))
         chars = _chars(row.cls)
-        # `veto = false`: another shape may still be this vendor's secret, so no wrong-shape negative
+        # `veto = false`: another shape may still be this vendor's secret, so no wrong-shape negative;
+        # `veto = "length"`: another alphabet may be, so only a wrong-length one
         if row.veto:
-            if row.alphabet != "uuid" and (rng.random() < 0.6 or chars == DIGITS + LOWER + UPPER):
+            if row.alphabet != "uuid" and (rng.random() < 0.6 or chars == DIGITS + LOWER + UPPER
+                                           or row.veto == "length"):
                 n = rng.choice([max(8, row.lo - rng.randint(5, 9)), row.hi + rng.randint(6, 12)])
                 v, fam = _value(rng, row, n), "neg-wrong-length"
             else:

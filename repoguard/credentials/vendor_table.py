@@ -9,12 +9,14 @@ Each `[[vendor]]` row is one credential format of one vendor:
   when the format is not documented: then any random-looking token (16–128 characters, a digit,
   mixed classes or a hex/base64 alphabet, enough entropy, no placeholder) is accepted;
 - `source`: the vendor page the shape comes from; `veto = false` turns off the veto for a row
-  whose shape is documented but not exclusive.
+  whose shape is documented but not exclusive; `veto = "length"` keeps it for another length only,
+  for a row whose vendor states the length in words but not the alphabet.
 
 A vendor with several formats (an account id and a secret) has one row per format; rows sharing an
 alias are read together, and a random-looking value next to the alias that none of them accepts is
 "rejected by the vendor": generic detectors stay away from it (the veto, engine.VETOED), unless a
-row of that alias is generic or says `veto = false`.
+row of that alias is generic or says `veto = false`. Where a row says `veto = "length"` (and none
+says false), only a value of another length is rejected: its alphabet was assumed, not stated.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ ALPHABETS = {
     "base64url": "0-9A-Za-z_-", "uuid": "0-9a-fA-F-",
 }
 TABLE = "vendor_keywords.toml"
+VETO_MODES = (True, False, "length")
 
 
 class VendorRow(NamedTuple):
@@ -54,7 +57,7 @@ class VendorRow(NamedTuple):
     prefix: str = ""
     alphabet: str = ""
     source: str = ""
-    veto: bool = True
+    veto: bool | str = True  # True, False or "length" (VETO_MODES)
 
     @property
     def generic(self) -> bool:
@@ -99,9 +102,12 @@ def _row(d: dict, where: str) -> VendorRow:
     prefix = d.get("prefix", "")
     if not isinstance(prefix, str):
         raise InputError(f"{here}: `prefix` must be a string")
+    veto = d.get("veto", True)
+    if not any(veto is m or veto == m and isinstance(m, str) for m in VETO_MODES):
+        raise InputError(f"{here}: `veto` must be true, false or \"length\", not {veto!r}")
     return VendorRow(id=d["id"], vendor=str(d.get("vendor", d["id"])), aliases=aliases, cls=cls, lo=lo,
                      hi=hi, prefix=prefix, alphabet=str(alphabet), source=source,
-                     veto=bool(d.get("veto", True)))
+                     veto=veto)
 
 
 def load_vendor_table(path: str | Path) -> tuple[VendorRow, ...]:

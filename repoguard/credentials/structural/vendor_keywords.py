@@ -18,7 +18,9 @@ maybe a format the table lacks) is vetoed for the weak-evidence generic detector
 (`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC). A token with a row's
 prefix and length written in another alphabet (over a quarter of it outside the row's) is not
 vetoed at all: the docs state a length, the alphabet is often read off one example (a few
-characters outside it are a value edited by hand, which stays vetoed);
+characters outside it are a value edited by hand, which stays vetoed). Where a row says
+`veto = "length"` (the vendor states the length in words, the alphabet was assumed), a token of a
+row's length is not vetoed whatever its alphabet, and one of another length is, as above;
 next to a name-only vendor, a token without a common key shape is vetoed for those two.
 """
 from __future__ import annotations
@@ -143,6 +145,12 @@ def _other_alphabet(table: "_Table", rows: list[VendorRow], tok: bytes) -> bool:
     return False
 
 
+def _row_length(rows: list[VendorRow], tok: bytes) -> bool:
+    """Does `tok` have the prefix and the length of one of `rows`, whatever its alphabet?"""
+    return any(tok.startswith(r.prefix.encode()) and (r.lo <= len(t) - len(r.prefix) <= r.hi)
+               for r in rows for t in {tok, tok.rstrip(b"=")})
+
+
 class _Table:
     """The compiled table: rows by alias, one shape regex per distinct shape."""
 
@@ -159,7 +167,11 @@ class _Table:
         self._alphabets: dict[str, re.Pattern] = {}
         # aliases with a row whose value may lack a digit (40 characters or more)
         self.long = {a: any(not r.generic and r.hi >= 40 for r in rs) for a, rs in self.by_alias.items()}
-        self.vetoing = {a: all(not r.generic and r.veto for r in rs) for a, rs in self.by_alias.items()}
+        # how a token the rows of an alias reject is vetoed: "shape" (every row's shape is
+        # exclusive), "length" (some row's alphabet is assumed: another length only), "" (name-only)
+        self.vetoing = {a: "shape" if all(not r.generic and r.veto is True for r in rs) else
+                        "length" if all(not r.generic and r.veto in (True, "length") for r in rs) else ""
+                        for a, rs in self.by_alias.items()}
         alts = b"|".join(re.escape(a.decode()).encode() for a in sorted(self.by_alias, key=len, reverse=True))
         self.prefilter = b"(?:" + alts + b")" if alts else b""
         self._re2 = None  # the RE2 backend's alias search, compiled on first use
@@ -289,7 +301,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 if ok(lo + a, v):
                     out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
                     taken[a:b] = b"\x01" * (b - a)
-        full = table.vetoing[alias]
+        mode = table.vetoing[alias]
         for m in tokens if tokens is not None else _TOKEN.finditer(win):
             a, b = m.start(1), m.end(1)
             if names.find(1, a, b) >= 0 or taken.find(1, a, b) >= 0:
@@ -298,7 +310,9 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             if _PASSWORD.search(data[max(0, a - 24):a]):
                 continue  # a password next to the vendor's name is still a password
             tok = m.group(1)
-            if not full:  # a name-only vendor: its value has a common key shape, or it is no key
+            if mode == "length" and _row_length(table.by_alias[alias], tok):
+                continue  # a stated length, an assumed alphabet: another alphabet may be the vendor's
+            if not mode:  # a name-only vendor: its value has a common key shape, or it is no key
                 if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
                     out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
