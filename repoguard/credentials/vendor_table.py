@@ -41,7 +41,6 @@ ALPHABETS = {
     "base64url": "0-9A-Za-z_-", "uuid": "0-9a-fA-F-",
 }
 TABLE = "vendor_keywords.toml"
-VETO_MODES = (True, False, "length")
 
 
 class VendorRow(NamedTuple):
@@ -57,7 +56,7 @@ class VendorRow(NamedTuple):
     prefix: str = ""
     alphabet: str = ""
     source: str = ""
-    veto: bool | str = True  # True, False or "length" (VETO_MODES)
+    veto: bool | str = True  # True, False or "length"
 
     @property
     def generic(self) -> bool:
@@ -103,7 +102,7 @@ def _row(d: dict, where: str) -> VendorRow:
     if not isinstance(prefix, str):
         raise InputError(f"{here}: `prefix` must be a string")
     veto = d.get("veto", True)
-    if not any(veto is m or veto == m and isinstance(m, str) for m in VETO_MODES):
+    if not (isinstance(veto, bool) or veto == "length"):
         raise InputError(f"{here}: `veto` must be true, false or \"length\", not {veto!r}")
     return VendorRow(id=d["id"], vendor=str(d.get("vendor", d["id"])), aliases=aliases, cls=cls, lo=lo,
                      hi=hi, prefix=prefix, alphabet=str(alphabet), source=source,
