@@ -1,6 +1,6 @@
 """False positives found by scanning real source (issue 27, "findings per 100 MB of real source"):
 installed packages, wagtail, scrapy, django-rest-framework, celery, flask, sqlalchemy, requests,
-httpx, spring-petclinic and (session 11) laravel. Each case is written here in the form it was found in, with our own
+httpx, spring-petclinic, (session 11) laravel and (session 13) werkzeug and oauthlib. Each case is written here in the form it was found in, with our own
 values where the value was not a published example; each has a twin that must still be reported,
 so a rule cannot pass by going blind."""
 from __future__ import annotations
@@ -54,6 +54,32 @@ NOT_CREDENTIALS = [
     ('"AWS_ACCESS_KEY_ID": "0PN5J17HBGZHT7JJ3X82",\n'
      '"AWS_SECRET_ACCESS_KEY": "uV3F3YluFJax1cknvbcGwgjvx4QpvB+leU8dUj2o",', "tests/test_downloader.py"),
     ("    Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "docs/api-guide/authentication.md"),
+    # published specification examples (RFC 7617, 6749, 5849; jwt.io; Stripe's API reference)
+    ("headers={'Authorization': 'Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=='}", "src/werkzeug/testsuite/wrappers.py"),
+    ('Authorization: Basic czZCaGRSa3F0MzpnWDFmQmF0M2JW', "docs/oauth2/server.rst"),
+    ('client_secret = "7Fjfp0ZBr1KtDRbnfVdmIw"', "app/oauth.py"),
+    ('{"access_token": "2YotnFZFEjr1zCsicMWpAA", "refresh_token": "tGzv3JOkF0XG5Qx2TlKWIA"}', "app/client.py"),
+    ('consumer_secret = "kd94hf93k423kf44"\ntoken_secret = "pfkkdhi9sl3r4s00"', "app/oauth1.py"),
+    ("        'oauth_token=\"kkk9d7dh3k39sjv7\",',", "tests/oauth1/rfc5849/test_parameters.py"),
+    ('token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0'
+     'IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"', "app/auth.py"),
+    ('stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"', "app/billing.py"),
+    # a request's signature is on the wire, not a secret (oauthlib's tests)
+    ("    'oauth_consumer_key=\"client_key\", '\n    'oauth_signature=\"hH5BWYVqo7QI4EmPBUUe9owRUUQ%3D\"')",
+     "app/oauth1.py"),
+    # a keyword argument read after a key's name is not a token; a phrase is not a bearer token
+    ("client = Client('client_key', signature_method=SIGNATURE_HMAC_SHA256,", "app/oauth1.py"),
+    ("headers={'Authorization': 'Bearer some-token-from-header'}", "app/views.py"),
+    # values mashed on the keyboard's home row (requests-oauthlib's docstrings), a class name
+    # after a package named for auth (authlib's docs), a bearer value of two words (authlib's tests)
+    ("        'oauth_token': 'sdf0o9823sjdfsdf',\n        'oauth_token_secret': '2kjshdfp92i34asdasd',",
+     "requests_oauthlib/oauth1_session.py"),
+    ('            "access_token": "asdfoiw37850234lkjsdfsdf",', "tests/test_oauth2_session.py"),
+    (":class:`~authlib.integrations.httpx_client.AsyncOAuth1Client` and", "docs/client/starlette.rst"),
+    ('headers = {"Authorization": "bearer unauthorized_token"}', "tests/flask/test_oauth2/test_client.py"),
+    # sample passwords in title case or another script (werkzeug's tests)
+    ('assert a.password == "Буквы"', "tests/test_http.py"),
+    ("password = 'Swordfish'", "app/fixtures.py"),
     ("SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'", "docs/config.rst"),
     ("$ export FLASK_SECRET_KEY=5f352379324c22463451387a0aec5d2f", "docs/config.rst"),
     ('    password="kx@jj5/g",', "doc/build/core/engines.rst"),
@@ -88,6 +114,25 @@ STILL_CREDENTIALS = [
      'stringData:\n  type: "postgresql"\n  password: "Zq8vT2mWx4Lp"\n', "k8s/db.yml", "kubernetes-secret-manifest"),
     ('conn = "DSN=mydsn;UID=ed;PWD=Zq8+vT2m+Wx4L"', "app/db.py", "sqlserver-connection-string-password"),
     ("model = Model(password='IAmSensitive7!')", "pkg/types.py", "password-assignment"),
+    ("headers={'Authorization': 'Basic dXNlcjpUN2ZrUTJ4OXBMbTNaYQ=='}", "app/client.py", "http-authorization"),
+    ('client_secret = "8Gkgq1ACs2LuESWodgWenJx"', "app/oauth.py", "generic-api-key"),
+    ("        'oauth_token=\"lll0e8ei4l40tkw8\",',", "tests/oauth1/rfc5849/test_parameters.py",
+     "generic-keyword-context"),
+    ('consumer_secret = "Le05ig04L534lg55x"', "app/oauth1.py", "generic-keyword-context"),
+    ('stripe.api_key = "sk_test_5fD40IrMzkXEbskU2aeq8edq"', "app/billing.py", "stripe-test-secret-key"),
+    ("    'oauth_consumer_key=\"client_key\", '\n    'oauth_token_secret=\"hH5BWYVqo7QI4EmPBUUe9owRUUQ\"')",
+     "app/oauth1.py", "generic-api-key"),
+    ("client = Client('client_key', signature_method_x9Fq2ZpQ9wLm3vR7tYbK4,", "app/oauth1.py", "generic-api-key"),
+    ("headers={'Authorization': 'Bearer some-tok3n-fr0m-header'}", "app/views.py", "http-authorization"),
+    ('assert a.password == "Бук8вы!q"', "tests/test_http.py", "password-comparison"),
+    ("        'oauth_token': 'qZ0o9823sjNfWAf',\n        'oauth_token_secret': '2kjqhUfp92i34bYtcmd',",
+     "requests_oauthlib/oauth1_session.py", "generic-keyword-context"),
+    ('            "access_token": "qwXoiw37850234lkjvPfsVf",', "tests/test_oauth2_session.py", "generic-api-key"),
+    (":class:`~authlib.integrations.httpx_client.Zq8vT2mWx4Lp9RkQ3nB7` and", "docs/client/starlette.rst",
+     "generic-keyword-context"),
+    ('headers = {"Authorization": "bearer unauth0rized_t0ken"}', "tests/flask/test_oauth2/test_client.py",
+     "http-authorization"),
+    ("password = 'Sw0rdf1sh!'", "app/fixtures.py", "password-assignment"),
     ('RABBITMQ_PASSWORD="t3s7-Zq8vT2m"', "provision.sh", "password-assignment"),
     ("assert x.password == 'Zq8vT2mWx4'", "t/unit/backends/test_redis.py", "password-comparison"),
     ("'password' => 'asdfqwer1234Zq8v',", "tests/Support/ConfigurationUrlParserTest.php", "password-assignment"),
@@ -112,6 +157,7 @@ def test_its_real_looking_twin_is_still_reported(engine, text, path, rule):
 @pytest.mark.parametrize("path,where", [
     ("t/unit/security/__init__.py", "test"),         # Perl's and celery's top-level t/
     ("funtests/stress/templates.py", "test"),
+    ("werkzeug/testsuite/wrappers.py", "test"),      # werkzeug's old test directory
     ("src/t/config.py", "source"),                   # only a top-level t/ is a test directory
 ])
 def test_test_directories(path, where):

@@ -6,7 +6,9 @@ that uses `~`: an Azure AD (Entra ID) client secret (3 characters, a digit, `Q~`
 A value that is hex but for a few letters scattered inside it (`3d06416cha4b65ea…`) is a hex
 value edited by hand: generated hex has no such letters, and a generated base62/base64 value is
 hex in only about a third of its characters (so ≥ 80 % hex happens by chance with probability
-below 10⁻³ at 20 characters, binomial tail).
+below 10⁻³ at 20 characters, binomial tail). A value that starts with a snake_case name and `=`
+(`signature_method=SIGNATURE_HMAC_SHA256`, read after `Client('client_key', `) is a keyword
+argument: base64 holds `=` only as trailing padding.
 Used by the engine on generic findings only: a vendor rule's own alphabet is its own business."""
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ _URL = re.compile(rb"[_-]")
 _AZURE_CLIENT_SECRET = re.compile(rb"^[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}$")
 _RUN = re.compile(rb"[0-9A-Za-z]{20,}")  # an unbroken alphanumeric run (parts joined by _-. are read apart)
 _NOT_HEX = re.compile(rb"[g-zG-Z]")
+_KWARG = re.compile(rb"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+=[^=]")
 
 
 def mixed_alphabet(secret: bytes) -> bool:
     """True when `secret` (bytes) mixes standard and URL-safe base64 characters, or holds `~`
-    outside an Azure client secret's shape, or is hex edited by hand (`edited_hex`): no generated
-    token looks like that."""
+    outside an Azure client secret's shape, is hex edited by hand (`edited_hex`) or starts with a
+    keyword argument (`name_x=`): no generated token looks like that."""
+    if _KWARG.match(secret):
+        return True
     if b"~" in secret and not _AZURE_CLIENT_SECRET.match(secret):
         return True
     return (_STD.search(secret) is not None and _URL.search(secret) is not None) or edited_hex(secret)

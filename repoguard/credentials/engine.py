@@ -43,7 +43,7 @@ from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
                                               literal_prefixes, max_width)
 from repoguard.credentials.structural import all_detectors
-from repoguard.credentials.structural.placeholders import is_placeholder
+from repoguard.credentials.structural.placeholders import home_row_mash, is_placeholder
 from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
@@ -463,8 +463,8 @@ class Engine:
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit
-        if r.id in VETOED and mixed_alphabet(secret):
-            return None  # two base64 alphabets, `~`, or hex typed over: hand-made, not a generated key
+        if r.id in VETOED and (mixed_alphabet(secret) or home_row_mash(secret)):
+            return None  # two base64 alphabets, `~`, hex typed over, a home-row mash: hand-made
         if self._vendor_prefixes and (r.priority >= GENERIC or "name-only" in r.tags) \
                 and secret.startswith(self._vendor_prefixes):
             return None  # a vendor's format owns this prefix, and its rule did not accept the value

@@ -24,7 +24,8 @@ _FIXTURE_DIRS = {"fixtures", "fixture", "__fixtures__", "testdata", "test_data",
                  "testfiles", "test-fixtures", "mocks", "__mocks__", "mock", "stubs", "snapshots",
                  "__snapshots__", "cassettes", "golden", "testresources"}
 _TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "e2e", "integration-tests",
-              "unittests", "unit_tests", "androidtest", "src/test", "funtests", "functional_tests"}
+              "unittests", "unit_tests", "androidtest", "src/test", "funtests", "functional_tests",
+              "testsuite", "testsuites", "test-suite", "test_suite"}
 _DOC_DIRS = {"docs", "doc", "documentation", "man", "site", "website", "wiki", "_site"}
 _EXAMPLE_DIRS = {"examples", "example", "samples", "sample", "demo", "demos", "tutorial",
                  "tutorials", "quickstart", "playground", "sandbox", "templates"}

@@ -2,7 +2,8 @@
 (RFC 7617 Basic, RFC 6750 Bearer) in strings, dicts and `curl -H`, and `curl -u user:password`.
 
 A Basic value must decode (base64) to `user:password` with a real password; a Bearer/Token value
-must be ≥ 16 token characters, not a placeholder, with Shannon entropy ≥ 3 bits per character.
+must be ≥ 16 token characters, not a placeholder nor a phrase of lower-case words
+(`unauthorized_token`, `some-token-from-header`), with Shannon entropy ≥ 3 bits per character.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from repoguard.credentials.structural.placeholders import is_placeholder
 _HEADER = re2.compile(
     rb"(?i)authorization[\"']?\s*(?::|=>|=|,)\s*[\"']?\s*(basic|bearer|token)\s+"
     rb"([A-Za-z0-9._~+/-]{8,}={0,2})")
+_PHRASE = re2.compile(rb"^[a-z]+(?:[-_.][a-z]+)+$")  # words a person typed: no generated token
 _CURL_U = re2.compile(
     rb"\bcurl\b[^\n]{0,300}?\s(?:-u|--user)(?:\s+|=)[\"']?([^\s:\"'$]{1,64}):([^\s\"']{1,128})")
 
@@ -43,7 +45,7 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
         if kind == b"basic":
             if basic_password(val):
                 yield Hit(a, b, val)
-        elif len(val) >= 16 and not is_placeholder(val) and entropy(val) >= 3.0:
+        elif len(val) >= 16 and not is_placeholder(val) and not _PHRASE.match(val) and entropy(val) >= 3.0:
             yield Hit(a, b, val)
     if b"curl" in data:
         for m in _CURL_U.finditer(data):

@@ -23,8 +23,8 @@ or version). A value glued to a character no token holds (`…Yc0$`, `'…f3?'`,
 string, not a generated key.
 
 The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
-`key_path`, `secret_name`, `token_type`), public keys (`public_key`, `publishable_key`),
-lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`) and words that
+`key_path`, `secret_name`, `token_type`, `oauth_signature`), public keys (`public_key`,
+`publishable_key`), lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`) and words that
 merely contain a keyword (`keyboard`, `monkey`, `author`, `tokenizer`, `accessor`) are skipped.
 
 Findings use the rule id `generic-keyword-context` (a generic rule: medium severity) and the
@@ -113,7 +113,8 @@ _NOT_VALUE = frozenset(
     b"table attr attribute param params class cls provider store manager policy arn location region "
     b"bucket topic queue cache schema spec test tests example sample icon color image date time "
     b"ip address port user username login email owner account role group level status state "
-    b"sid pid uid ref rev revision commit tag branch key_id keyid lifetime limit max min".split())
+    b"sid pid uid ref rev revision commit tag branch key_id keyid lifetime limit max min "
+    b"signature sig nonce timestamp".split())  # a request's signature and nonce go on the wire
 # Words before the keyword that make it a lookup or protocol value, not a credential.
 _NOT_CREDENTIAL = frozenset(
     b"public pub publishable cache sort primary foreign partition hash range row lookup dict map "

@@ -6,6 +6,7 @@ Ciphertexts that tools keep in plain files on purpose (SOPS `ENC[AES256_GCM,…]
 """
 from __future__ import annotations
 
+import math
 import re
 
 import re2
@@ -60,6 +61,23 @@ _KEYBOARD_WALK = re2.compile(keyboard_walk_regex().encode())
 def keyboard_walk(value: bytes) -> bool:
     """Is `value` a keyboard walk (`keyboard_walk_regex`)? A hand-typed sample, never generated."""
     return _KEYBOARD_WALK.match(value) is not None
+
+
+_HOME_ROW = frozenset(b"asdfghjkl")
+
+
+def home_row_mash(value: bytes) -> bool:
+    """Is `value` mashed on the keyboard's home row (`sdf0o9823sjdfsdf`, `asdfoiw37850234lkjsdfsdf`)?
+    A generated value's letters are uniform, 9 of 26 on the home row (asdfghjkl); True when ≥ 8
+    letters sit there so often that the binomial tail P(X ≥ k | n, 9/26) is below 10⁻³. Hex
+    (letters a–f only, half of them on the home row) is left alone."""
+    letters = [c for c in value.lower() if 97 <= c <= 122]
+    n = len(letters)
+    if n < 8 or all(c <= 102 for c in letters):
+        return False
+    k = sum(c in _HOME_ROW for c in letters)
+    p = 9 / 26
+    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1)) < 1e-3
 
 
 def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:

@@ -4,9 +4,10 @@ candidate value (keyword_context, vendor_keywords, client_calls): 16–2048 toke
 H = −Σ p log₂ p [Shannon 1948]) at least 0.75·log₂ min(length, alphabet) where the alphabet is 16
 (hex), 36 (one-case alphanumeric) or 64 (mixed case, base64); not a placeholder
 (`placeholders.is_placeholder`), a hand-typed sequence (`abcd1234`, `a1b2c3`, the RFC 4122 example
-UUID), a keyboard walk (`placeholders.keyboard_walk`), hex edited by hand (`alphabet.edited_hex`),
-a repetition, an identifier made of words (`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a
-dotted name or version, a file/URL path, base64 of text, or a published example value.
+UUID), a keyboard walk or home-row mash (`placeholders.keyboard_walk`, `home_row_mash`), hex
+edited by hand (`alphabet.edited_hex`), a repetition, an identifier made of words
+(`AccessTokenProvider2`, `SECRET_KEY_2024`), a number, a dotted name or version, a file/URL path,
+base64 of text, or a published example value.
 `common_key_shape` is the stricter test where the evidence around a value is weak: one of the
 lengths generated keys come in, in one alphabet. `name_words` and `namelike` read names.
 """
@@ -20,7 +21,7 @@ import re
 
 from repoguard.credentials.alphabet import edited_hex
 from repoguard.credentials.entropy import shannon_entropy as entropy
-from repoguard.credentials.structural.placeholders import is_placeholder, keyboard_walk
+from repoguard.credentials.structural.placeholders import home_row_mash, is_placeholder, keyboard_walk
 
 ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # token letters and digits
 _HEX = frozenset(b"0123456789abcdefABCDEF-")
@@ -31,7 +32,7 @@ _FILE_EXT = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}$")  # scripts/backfill_s3.p
 _MODULE = re.compile(rb"[a-z]{2,8}[0-9]{1,3}[a-z]{0,8}$")  # win32api, utf8, py3k: module names
 _CAMEL_WORD = re.compile(rb"[A-Z][a-z]{2,}")
 _SYLLABLE = re.compile(rb"[aeiouAEIOU]")
-_CLUSTER = re.compile(rb"[^aeiouAEIOU]{4}")  # 4 consonants in a row: not an English word
+_CLUSTER = re.compile(rb"[^aeiouyAEIOUY]{4}")  # 4 consonants in a row (`Async`: y a vowel): no English word
 _WORD_SPLIT = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _REPEAT5 = re.compile(rb"(.)\1{4}")
 _CONSONANTS5 = re.compile(rb"[^aeiouy]{5}")
@@ -83,9 +84,9 @@ def _sequence_fraction(s: bytes) -> float:
 
 def _hand_typed(tok: bytes) -> bool:
     """True for sequences (`abcd1234efgh`, `a1b2c3d4`, `0987654321`), keyboard walks
-    (`asdfqwer1234asdf`) and repetitions."""
+    (`asdfqwer1234asdf`), home-row mashes (`sdf0o9823sjdfsdf`) and repetitions."""
     core = bytes(c for c in tok if c in ALNUM)
-    if len(core) < 8:
+    if len(core) < 8 or home_row_mash(core):
         return True
     if _sequence_fraction(core) >= 0.4:
         return True
