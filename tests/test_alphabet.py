@@ -74,3 +74,15 @@ def test_home_row_mash_spares_generated_values():
     values = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.choice((16, 24, 32, 40))))
               for _ in range(20_000)]
     assert sum(home_row_mash(v.encode()) for v in values) < 40
+
+
+def test_long_values_are_read_without_overflow(engine):
+    """A 2 000-character value after a secret's name: the mash test's binomial tail (coefficients
+    past a float's range) is summed in log space; the value is still read and reported."""
+    import random
+    import string
+    rng = random.Random(13)
+    v = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(2000))
+    assert "generic-keyword-context" in _ids(engine, f"secret_token = {v}\n")
+    from repoguard.credentials.structural.placeholders import home_row_mash
+    assert home_row_mash(b"asdfghjkl" * 200) and not home_row_mash(v.encode())

@@ -45,7 +45,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
         if kind == b"basic":
             if basic_password(val):
                 yield Hit(a, b, val)
-        elif len(val) >= 16 and not is_placeholder(val) and not _PHRASE.match(val) and entropy(val) >= 3.0:
+        elif len(val) >= 16 and not is_placeholder(val) and not _PHRASE.match(val) \
+                and entropy(val) >= 3.0:
             yield Hit(a, b, val)
     if b"curl" in data:
         for m in _CURL_U.finditer(data):

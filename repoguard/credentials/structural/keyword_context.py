@@ -24,8 +24,9 @@ string, not a generated key.
 
 The name must mean a secret: names ending in a non-secret word (`token_url`, `auth0_client_id`,
 `key_path`, `secret_name`, `token_type`, `oauth_signature`), public keys (`public_key`,
-`publishable_key`), lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`) and words that
-merely contain a keyword (`keyboard`, `monkey`, `author`, `tokenizer`, `accessor`) are skipped.
+`publishable_key`), lookup/pagination keys (`cache_key`, `sort_key`, `page_token`, `csrf_token`)
+and words that merely contain a keyword (`keyboard`, `monkey`, `author`, `tokenizer`,
+`accessor`) are skipped.
 
 Findings use the rule id `generic-keyword-context` (a generic rule: medium severity) and the
 lowest priority (`priority.CONTEXT`: any vendor rule, structural detector or generic rule

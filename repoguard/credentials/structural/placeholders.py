@@ -64,6 +64,8 @@ def keyboard_walk(value: bytes) -> bool:
 
 
 _HOME_ROW = frozenset(b"asdfghjkl")
+_P_HOME = 9 / 26  # a uniform letter's chance to sit on the home row
+_LOG_P, _LOG_Q = math.log(_P_HOME), math.log(1 - _P_HOME)
 
 
 def home_row_mash(value: bytes) -> bool:
@@ -76,8 +78,19 @@ def home_row_mash(value: bytes) -> bool:
     if n < 8 or all(c <= 102 for c in letters):
         return False
     k = sum(c in _HOME_ROW for c in letters)
-    p = 9 / 26
-    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1)) < 1e-3
+    if k <= n * _P_HOME:
+        return False  # at or below the mean: the tail is over a half
+    # terms in log space (a 2 048-character value's binomial coefficients overflow a float); past
+    # the mean they shrink, so the sum stops once they no longer count
+    lg, tail = math.lgamma(n + 1), 0.0
+    for i in range(k, n + 1):
+        term = math.exp(lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * _LOG_P + (n - i) * _LOG_Q)
+        tail += term
+        if tail >= 1e-3:
+            return False
+        if term < 1e-12:
+            break
+    return True
 
 
 def is_placeholder(value: bytes, *, min_len: int = 4) -> bool:
