@@ -115,7 +115,7 @@ def test_two_processes_build_once_and_never_see_a_half_written_model(tmp_path):
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = []
     for p in procs:
-        out, err = p.communicate(timeout=300)
+        out, err = p.communicate(timeout=1800)
         assert p.returncode == 0, err[-2000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert results[0]["dir"] == results[1]["dir"]

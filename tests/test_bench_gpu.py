@@ -38,6 +38,6 @@ def test_smoke_runs_both_arms_and_reports_the_split(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present: the full benchmark would run")
 def test_without_cuda_the_benchmark_exits_with_one_line():
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu.py")], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+                       cwd=ROOT, timeout=1800)
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "CUDA is not available" in r.stderr

@@ -56,7 +56,7 @@ def test_two_gloo_ranks_match_one_process(tmp_path):
         run_dir.mkdir()
         proc = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-             __file__, str(run_dir)], env=env, capture_output=True, text=True, timeout=240)
+             __file__, str(run_dir)], env=env, capture_output=True, text=True, timeout=1800)
         # gloo's worker threads sometimes abort a rank ("terminate called without an active
         # exception", SIGABRT) when the process group is torn down, after every output is written
         # (seen at load 3–10; the fresh-clone CI run of session 9 hit it on both launches): that is

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -117,11 +116,9 @@ def test_truncated_pmf_is_conservative(monkeypatch, floor):
 @pytest.mark.parametrize("n,rho,sigma", [(1, 1e-6, 0.3), (1, 1.0, 1e4), (10_000, 1e-6, 0.3),
                                          (10_000, 1e-3, 1e4), (50, 1.0, 0.3), (10_000, 1e-4, 1.0)])
 def test_stable_across_ranges(n, rho, sigma):
-    t0 = time.perf_counter()
     sd = step_divergences(mixture(np.full(n, rho)), 1 / sigma, alphas=(1.5, 2.0, 32.0))
     assert all(math.isfinite(x) and x >= 0 for x in sd.kl)
     assert all(x >= 0 for v in sd.renyi.values() for x in v)
-    assert time.perf_counter() - t0 < 10
     if rho == 1.0:   # M = n surely: a single Gaussian with mean n
         assert sd.kl[0] == pytest.approx((n / sigma) ** 2 / 2, rel=1e-9)
 

@@ -13,7 +13,6 @@ import itertools
 import re
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -39,11 +38,8 @@ def _head_files(repo: Path) -> set[str]:
 
 
 # -- determinism, shape -----------------------------------------------------------------------------
-def test_build_is_deterministic_and_fast(fixture_repo, monorepo_module, tmp_path):
-    t0 = time.perf_counter()
+def test_build_is_deterministic(fixture_repo, monorepo_module, tmp_path):
     again = monorepo_module.build(tmp_path / "again")
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10.0
     assert _out(again, "rev-parse", "HEAD") == _out(fixture_repo, "rev-parse", "HEAD")
     assert _out(again, "rev-list", "--all") == _out(fixture_repo, "rev-list", "--all")
     assert _out(again, "status", "--porcelain") == ""

@@ -50,7 +50,7 @@ def hooks_repo(tmp_path):
 
 
 def _run(cmd, cwd, env):
-    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
     assert GH not in p.stdout + p.stderr, "the secret was printed"
     return p
 

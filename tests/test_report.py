@@ -150,7 +150,7 @@ def test_screenshot_in_headless_chromium_shows_plots_and_tables(full_out, tmp_pa
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1280,4000",
              Path(res["html"]).resolve().as_uri()],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": profile})
+            capture_output=True, text=True, timeout=900, env={**os.environ, "HOME": profile})
     assert shot.is_file(), proc.stderr[-2000:]
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     assert img.shape[:2] == (4000, 1280)

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -103,11 +102,9 @@ def test_hook_through_pre_commit_try_repo(fixture_repo_copy, tmp_path):
     assert "Failed" in first.stdout and "sensitive.toml" in first.stdout
     assert read_manifest(root / MANIFEST) == {"reports/new_report.py": {"alpha-strategy": ["imports"]}}
     git(root, "add", MANIFEST)
-    t = time.perf_counter()
     second = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Passed" in second.stdout
-    assert time.perf_counter() - t < 30  # generous for CI; bench/analyze.py measures the hook itself
 
 
 def test_paths_from_pre_commit_are_read_from_the_index(fixture_repo_copy):
