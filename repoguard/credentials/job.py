@@ -46,7 +46,8 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
         result = scanner.scan_staged(repo)
         scanned_paths = {f.path for f in result.findings}
     elif args.history:
-        result = scanner.scan_history(repo, since=args.since, all_refs=args.all_refs)
+        result = scanner.scan_history(repo, since=args.since, all_refs=args.all_refs,
+                                      rev=getattr(args, "range", None) or "HEAD")
     else:
         if explicit:
             rels = []
@@ -67,6 +68,8 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
         result = scanner.scan_files(root, rels, strip=strip)
 
     findings, stats = result.findings, result.stats
+    if stats.get("truncated"):
+        stats["max_file_bytes"] = max_bytes
     if args.baseline or sc.baseline:
         bpath = Path(args.baseline or os.path.join(root, sc.baseline))
         if args.update_baseline:
@@ -101,6 +104,9 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
         sys.stderr.write(f"repoguard: {len(findings)} new finding(s) in {what}, "
                          f"{stats.get('bytes', 0) / 1e6:.1f} MB in {stats['seconds']:.2f} s "
                          f"({stats['engine']}, {stats['jobs']} jobs)\n")
+        if fmt != "text" or args.output:   # the text report carries them as `note:` lines
+            for n in report.notes(stats):
+                sys.stderr.write(f"repoguard: note: {n}\n")
     return 1 if findings else 0
 
 
