@@ -70,13 +70,24 @@ def notes(stats: dict) -> list[str]:
     if skipped:
         parts = [f"{n} {_SKIPPED.get(why, why)}" for why, n in sorted(skipped.items())]
         out.append(f"{sum(skipped.values())} file(s) not scanned: " + "; ".join(parts))
-    bad = stats.get("unreadable") or []
+    bad = unreadable_objects(stats.get("unreadable") or [])
     if bad:
-        shown = ", ".join(f"{u['object'][:12]} ({', '.join(u['paths']) or '?'} in commit {u['commit'][:12]})"
-                          for u in bad[:3])
+        shown = ", ".join(f"{sha[:12]} ({where})" for sha, where in list(bad.items())[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         out.append(f"{len(bad)} object(s) git could not read were skipped: {shown}{more}; the rest was scanned")
     return out
+
+
+def unreadable_objects(rows: list[dict]) -> dict[str, str]:
+    """{object: "paths in commit(s) …"} from `stats["unreadable"]` rows (one per commit that
+    needed the object), in order of first appearance."""
+    by: dict[str, tuple[dict, list[str]]] = {}
+    for u in rows:
+        paths, commits = by.setdefault(u["object"], ({}, []))
+        paths.update(dict.fromkeys(u.get("paths") or ["?"]))
+        commits.append(u["commit"][:12])
+    return {sha: f"{', '.join(paths)} in commit{'s' if len(cs) > 1 else ''} {', '.join(cs)}"
+            for sha, (paths, cs) in by.items()}
 
 
 def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:

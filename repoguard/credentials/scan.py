@@ -29,6 +29,7 @@ from repoguard.credentials.engine import Engine
 from repoguard.credentials.findings import Finding
 from repoguard.credentials.names import (IN_MESSAGE, IN_NAME, MESSAGE_PATH, is_binary, printable_runs,
                                          redact_name, scan_name, scan_names)
+from repoguard.credentials.report import unreadable_objects
 from repoguard.credentials.rules import RuleSet
 from repoguard.core.progress import progress
 
@@ -296,9 +297,10 @@ class Scanner:
 
         with progress("scanning commits") as advance:
             pairs = self.scan_texts(items(advance))
-        for u in unreadable:
-            log.warning("repoguard: skipped unreadable object %s (%s in commit %s); the rest of that commit "
-                        "and of the history was scanned", u.sha, ", ".join(u.paths) or "?", u.commit[:12])
+        rows = [{"object": u.sha, "commit": u.commit, "paths": list(u.paths)} for u in unreadable]
+        for sha, where in unreadable_objects(rows).items():
+            log.warning("repoguard: skipped unreadable object %s (%s); the rest of those commits and of the "
+                        "history was scanned", sha, where)
         _redact_paths([f for _, f in pairs])
         by_sha = {c.sha: c for c in commits}
         oldest: dict[str, tuple[int, Finding]] = {}
@@ -317,8 +319,8 @@ class Scanner:
         counts = Counter(self._text_counts)
         counts["commits"] = len(commits)
         stats = self._stats(counts, t0)
-        if unreadable:
-            stats["unreadable"] = [{"object": u.sha, "commit": u.commit, "paths": list(u.paths)} for u in unreadable]
+        if rows:
+            stats["unreadable"] = rows
         return ScanResult(sorted(findings, key=_order), stats)
 
     def _head_secrets(self, repo) -> set[tuple[str, str]]:

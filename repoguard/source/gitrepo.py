@@ -333,13 +333,13 @@ class GitRepo:
                 if held is not None:
                     yield held
                 return
-            lines = err.strip().split("\n")
+            why = _git_error(err) or str(proc.returncode)
             bad = _UNREADABLE.search(err)
             if unreadable is None or bad is None:
-                raise InputError(f"{self.root}: git log -p failed ({lines[-1] if lines[-1] else proc.returncode})")
+                raise InputError(f"{self.root}: git log -p failed ({why})")
             commit, paths = self._needing(bad.group(1), walk, done, held)
             if commit is None:
-                raise InputError(f"{self.root}: git log -p failed ({lines[-1]}; no commit at that point "
+                raise InputError(f"{self.root}: git log -p failed ({why}; no commit at that point "
                                  "of the history names the object)")
             if held is not None and held.commit is not None and held.commit.sha != commit:
                 yield held                         # complete: the failure came with the next commit
@@ -391,8 +391,7 @@ class GitRepo:
             bad = _UNREADABLE.search(err)
             more = self._paths_naming(commit, bad.group(1)) if bad else []
             if not more or set(more) <= skip:
-                raise InputError(f"{self.root}: git log -p failed on commit {commit[:12]} "
-                                 f"({err.strip().split(chr(10))[-1]})")
+                raise InputError(f"{self.root}: git log -p failed on commit {commit[:12]} ({_git_error(err)})")
             unreadable.append(Unreadable(bad.group(1), commit, tuple(sorted(more))))
             skip |= set(more)
 
@@ -543,6 +542,13 @@ def read_inside(root: str | os.PathLike, rel: str, max_bytes: int | None = None,
 # git's message for an object it cannot read (`git log -p` on a partial mirror).
 _UNREADABLE = re.compile(r"unable to read ([0-9a-f]{40,64})")
 _PATCH_FORMAT = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI", "%B"]) + "%x00"
+
+
+def _git_error(err: str) -> str:
+    """The line of git's stderr that says what went wrong: the first `fatal:`/`error:` line (a
+    bad revision is followed by a usage hint), else the last line."""
+    lines = [x.strip() for x in err.strip().split("\n") if x.strip()]
+    return next((x for x in lines if x.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
 
 
 def _patch_args() -> list[str]:
