@@ -28,8 +28,9 @@ def register(parser) -> None:
                              "[extend] useDefault = true) or Nosey Parker-style YAML pack (.yaml/.yml, "
                              "added to the defaults); repeatable")
     parser.add_argument("--baseline", metavar="FILE", help="suppress findings listed in this baseline")
-    parser.add_argument("--update-baseline", action="store_true",
-                        help="write all current findings to the baseline file and exit 0")
+    parser.add_argument("--update-baseline", "--write-baseline", action="store_true", dest="update_baseline",
+                        help="write the current findings to the baseline file and exit 0 (given files: "
+                             "update their entries, keep the others)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
     parser.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
                         help="scan at most N bytes of each file (default: config scan.max_file_bytes)")
