@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 from conftest import git
@@ -112,3 +113,17 @@ def test_name_scan_of_many_files_finds_only_the_named_one(make_repo, capsys):
     _clean(out + err, gh)
     found = json.loads(out)["findings"]
     assert [(f["path"], f["found_in"]) for f in found] == [("deploy/****(40 chars)", "file name")]
+
+
+def test_report_evidence_shows_credential_file_names_redacted():
+    """The published report's evidence explorer lists tied files: a file whose name holds a
+    token is listed under its redacted name (issue 41 item 6, "everywhere else published")."""
+    from repoguard.analyzers.incidence import Evidence
+    from repoguard.report.collect import _explorer
+
+    gh, _, _ = _keys(9)
+    inc = SimpleNamespace(secrets=[SimpleNamespace(id="falcon", description="")], evidence=[
+        Evidence(f"cfg/token_{gh}.txt", "falcon", "codenames", "path names codename 'Falcon'"),
+        Evidence("src/falcon.py", "falcon", "codenames", "path names codename 'Falcon'")])
+    (row,) = _explorer(None, inc, [{"id": "falcon"}])
+    assert [e["path"] for e in row["evidence"]] == ["cfg/token_****(40 chars).txt", "src/falcon.py"]

@@ -16,7 +16,7 @@ from repoguard.credentials.baseline import apply_baseline, load_baseline, write_
 from repoguard.credentials.keys import key_id, repo_key
 from repoguard.credentials.rules import load_rules
 from repoguard.credentials.scan import Scanner, walk_plain
-from repoguard.source.corpus import MANIFEST
+from repoguard.source.corpus import OWN_DIR
 
 log = logging.getLogger("repoguard")
 
@@ -127,13 +127,15 @@ def _inside(path: Path | None, root: str) -> str | None:
 
 
 def _excluder(patterns, baseline: str | None = None):
-    """Config `scan.exclude` (gitignore patterns), plus always the sensitivity manifests
-    `.repoguard/sensitive.toml` at any depth (their secret ids, `credential:password-assignment:HASH`,
-    match the password rules) and the baseline in use (its keyed fingerprints are long hex
-    strings next to rule names such as `stripe-access-token`: a keyword rule read one as a key,
-    and committing the baseline was blocked by the hook it serves)."""
+    """Config `scan.exclude` (gitignore patterns), plus always repoguard's own files: everything
+    below a `.repoguard/` directory at any depth (the manifest's secret ids,
+    `credential:password-assignment:HASH`, match the password rules; a committed
+    `.repoguard/scan/findings.json` gave 51 "generic-hex-secret" findings on its own keyed
+    fingerprints in moto), as `--no-git` walks skip them, and the baseline in use wherever it
+    lies (its fingerprints sit next to rule names such as `stripe-access-token`: a keyword rule
+    read one as a key, and committing the baseline was blocked by the hook it serves)."""
     def own(p: str) -> bool:
-        return p == MANIFEST or p.endswith("/" + MANIFEST) or p == baseline
+        return p.startswith(OWN_DIR + "/") or f"/{OWN_DIR}/" in p or p == baseline
     if not patterns:
         return own
     import pathspec

@@ -39,6 +39,8 @@ def to_text(findings: list[Finding], stats: dict) -> str:
         hist = ""
         if f.commit:
             head = " still at HEAD" if f.present_at_head else " not at HEAD  "
+            if f.found_in == "commit message":
+                head = " in git log   "          # a message stays in the history: no HEAD to leave
             hist = f"  commit {f.commit[:12]} by {f.author} on {f.date}"
         lines.append(f"{where}: {f.rule_id}: {f.redacted}{extra} [{f.severity} {f.location}]{head} "
                      f"entropy={f.entropy:.2f}{hist}")
@@ -49,7 +51,7 @@ def to_text(findings: list[Finding], stats: dict) -> str:
 
 
 # Why a file was not read (`scan.read_regular_file` reasons, and the excluder).
-_SKIPPED = {"allowlisted": "excluded (scan.exclude) or allowlisted by path",
+_SKIPPED = {"allowlisted": "left out by path (repoguard's own .repoguard/ files and baseline, scan.exclude, the rules' path allowlist)",
             "symlink": "symlinks are not followed", "outside": "below a symlink out of the repository",
             "special": "not a regular file", "missing": "listed but not on disk", "unreadable": "unreadable"}
 
