@@ -127,3 +127,20 @@ def test_report_evidence_shows_credential_file_names_redacted():
         Evidence("src/falcon.py", "falcon", "codenames", "path names codename 'Falcon'")])
     (row,) = _explorer(None, inc, [{"id": "falcon"}])
     assert [e["path"] for e in row["evidence"]] == ["cfg/token_****(40 chars).txt", "src/falcon.py"]
+
+
+def test_a_key_inside_a_file_with_a_token_name_is_still_tied(make_repo, tmp_path):
+    """The name is redacted in ids, but the key in the file's text is tied to the file's
+    example under its real path (the incidence matches evidence to files by path)."""
+    from repoguard.analyzers.analyze import run_analyze
+    from repoguard.core.config import parse_config
+    from repoguard.source.gitrepo import GitRepo
+
+    gh, stripe, _ = _keys(10)
+    repo = make_repo({f"cfg/token_{gh}.py": f"KEY = '{stripe}'\n", "ok.py": "x = 1\n"})
+    res = run_analyze(GitRepo(repo), parse_config(""), tmp_path / "out", only=["credentials"])
+    inc = res.incidence
+    (sid,) = [s.id for s in inc.secrets if s.id.startswith("credential:stripe-access-token:")]
+    tied = [inc.example_ids[i] for i in inc.examples_of(sid)]
+    assert len(tied) == 1 and tied[0].startswith("cfg/token_****(40 chars).py#0@")
+    _clean(json.dumps(inc.example_ids), gh)

@@ -169,8 +169,11 @@ class Scanner:
         return ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker,
                                    initargs=(self.ruleset, self.engine.serialize(), id(self.engine), self.engine.key))
 
-    def scan_files(self, root: str, paths: Sequence[str], *, strip: str = "") -> ScanResult:
-        """Scan working-tree files `paths` (relative to `root`); reported paths lose `strip`."""
+    def scan_files(self, root: str, paths: Sequence[str], *, strip: str = "", names: bool = True) -> ScanResult:
+        """Scan working-tree files `paths` (relative to `root`); reported paths lose `strip`.
+        `names`: also scan the file names, and report every finding of a file whose name holds
+        a credential under the redacted name (module doc); False: contents only, real paths
+        (`analyze` ties findings to the files by path)."""
         t0 = time.perf_counter()
         root = os.path.realpath(root)
         keep = [p for p in paths if not self.exclude(p)
@@ -195,8 +198,9 @@ class Scanner:
                     findings += f
                     counts += c
                     advance(len(b))
-        findings += self._names(p[len(strip):] if strip else p for p in keep)
-        return ScanResult(sorted(_redact_paths(findings), key=_order), self._stats(counts, t0))
+        if names:
+            findings = _redact_paths(findings + self._names(p[len(strip):] if strip else p for p in keep))
+        return ScanResult(sorted(findings, key=_order), self._stats(counts, t0))
 
     def _names(self, paths: Iterable[str], commit: str | None = None) -> list[Finding]:
         """Findings in the names of `paths` (credentials.names.scan_names)."""

@@ -335,7 +335,7 @@ def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
     from repoguard.analyzers import credentials
 
     by_secret: dict[str, list] = defaultdict(list)
-    for f in credentials.scan(repo, files, config):
+    for f in credentials.scan(repo, files, config, names=True):    # paths shown redacted
         by_secret[credentials.secret_id(f)].append(f)
     out = []
     for sid, fs in sorted(by_secret.items()):
