@@ -98,3 +98,19 @@ def test_update_baseline_requires_a_file(make_repo, capsys):
     repo = make_repo({"a.py": "x = 1\n"})
     rc = main(["scan", str(repo), "--update-baseline"])
     assert rc == 2 and "--update-baseline needs --baseline" in capsys.readouterr().err
+
+
+def test_updating_the_baseline_for_some_files_keeps_the_others(make_repo, capsys, tmp_path, monkeypatch):
+    """Issue 41 item 15: `scan --write-baseline FILE` (a hook's or a developer's partial run)
+    updates FILE's entries and keeps every other file's, instead of rewriting the baseline
+    with FILE's findings alone."""
+    repo = make_repo({"app.py": f"TOKEN = '{GH}'\n", "b.py": f"S = '{SL}'\n"})
+    base = tmp_path / "baseline.json"
+    scan(capsys, str(repo), "--baseline", str(base), "--update-baseline")
+    (repo / "app.py").write_text("TOKEN = os.environ['TOKEN']\n")
+    monkeypatch.chdir(repo)
+    rc = main(["scan", "--jobs", "1", "app.py", "--baseline", str(base), "--write-baseline"])
+    assert rc == 0 and "wrote 1 baseline entries" in capsys.readouterr().err
+    assert [e["path"] for e in json.loads(base.read_text())["entries"]] == ["b.py"]
+    rc, doc, _ = scan(capsys, str(repo), "--baseline", str(base))
+    assert rc == 0 and doc["stats"]["baselined"] == 1

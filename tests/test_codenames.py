@@ -230,3 +230,37 @@ print(torch.ones(2).sum().item())
     spans = eval(out[0][len("False "):])                 # noqa: S307 - our own repr
     assert {(s, n) for s, n, *_ in spans} == {("alpha", "Falcon Refit"), ("alpha", "Willow")}
     assert len(spans) >= 3
+
+
+def test_multi_word_codename_across_line_breaks_comment_leaders_and_case(tmp_path):
+    """Issue 41 item 1: secret `falcon`, codename "Falcon Refit" wrapped over a line break in prose
+    and in comment blocks of every kind (`#`, `//`, ` * `, `--`), and in any letter case, is tied;
+    the row names both lines. Words that are merely near each other are not."""
+    root = tmp_path / "r"
+    make_repo(root, {
+        "desk.md": "# Desk\n\nThe alpha desk runs the Falcon\nRefit blend\n",
+        "tune.py": "x = 1\n# tuned for Falcon\n# Refit, do not share\n",
+        "w.js": "// the Falcon\n//   Refit loader\nlet a = 1;\n",
+        "c.c": "/*\n * keeps Falcon\n * Refit fast\n */\nint a;\n",
+        "q.sql": "-- Falcon\n-- Refit weights\nSELECT 1;\n",
+        "case.txt": "notes\nthe fAlCoN rEfIt run\n",
+        "blank.py": "# Falcon\n\n\n# Refit\n",
+        "apart.py": "# Falcon\nx = 1\n# Refit\n",
+        "falconer.py": "# falconer\n# refit\n",
+    })
+    repo = GitRepo(root)
+    cfg = parse_config('[[secret]]\nid = "falcon"\ncodenames = ["Falcon Refit"]\n')
+    got = {e.path: e.reason for e in codenames.analyze(repo, build_corpus(repo, cfg.corpus), cfg)}
+    assert got == {
+        "desk.md": "mentions codename 'Falcon Refit' at line 3",
+        "tune.py": "mentions codename 'Falcon Refit' at line 2",
+        "w.js": "mentions codename 'Falcon Refit' at line 1",
+        "c.c": "mentions codename 'Falcon Refit' at line 2",
+        "q.sql": "mentions codename 'Falcon Refit' at line 1",
+        "case.txt": "mentions codename 'Falcon Refit' at line 2",
+        "blank.py": "mentions codename 'Falcon Refit' at line 1",
+    }
+    # the evidence span covers both lines of a wrapped mention, so the chunks holding either are tied
+    (row,) = [e for e in codenames.analyze(repo, build_corpus(repo, cfg.corpus), cfg) if e.path == "tune.py"]
+    data = (root / "tune.py").read_bytes()
+    assert data[row.span[0]:row.span[1]] == b"# tuned for Falcon\n# Refit, do not share"

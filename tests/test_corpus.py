@@ -111,3 +111,31 @@ def test_filters_on_plain_directory(tmp_path):
 def test_language_detection():
     assert [language_of(p) for p in ("a/b.py", "x.tsx", "m.go", "K.java", "r.rs", "Dockerfile", "z.unknown")] == [
         "python", "tsx", "go", "java", "rust", "dockerfile", "text"]
+
+
+def test_nested_repoguard_files_are_never_examples(make_repo, tmp_path):
+    """Issue 41 item 2: a sub-project's `.repoguard/` manifest and its `repoguard.toml` are
+    repoguard's files at any depth, left out with reason "repoguard", and `analyze` says why.
+    A file merely named like one (`repoguard.toml.md`, `my.repoguard/x`) is still an example."""
+    from repoguard.analyzers.analyze import run_analyze
+    from repoguard.core.config import parse_config
+
+    repo_dir = make_repo({
+        "a.py": "x = 1\n",
+        "sub/.repoguard/sensitive.toml": '[files."sub/m.py"]\nfalcon = ["declared"]\n',
+        "sub/deep/.repoguard/baseline.json": "{}\n",
+        "sub/repoguard.toml": '[[secret]]\nid = "falcon"\ncodenames = ["Falcon"]\n',
+        "sub/m.py": "y = 2\n",
+        "docs/repoguard.toml.md": "how to write repoguard.toml\n",
+        "my.repoguard/x.py": "z = 3\n",
+    })
+    corpus = build_corpus(GitRepo(repo_dir))
+    reasons = {e.path: (e.reason, e.detail) for e in corpus.excluded}
+    assert reasons["sub/.repoguard/sensitive.toml"][0] == "repoguard"
+    assert "sub/.repoguard/" in reasons["sub/.repoguard/sensitive.toml"][1]
+    assert reasons["sub/deep/.repoguard/baseline.json"][0] == "repoguard"
+    assert reasons["sub/repoguard.toml"][0] == "repoguard"
+    assert sorted(corpus.file_examples) == ["a.py", "docs/repoguard.toml.md", "my.repoguard/x.py", "sub/m.py"]
+    res = run_analyze(GitRepo(repo_dir), parse_config(""), tmp_path / "out", only=["declared"])
+    row = res.summary["left_out"]["repoguard"]
+    assert row["files"] == 3 and "at any depth" in row["why"]

@@ -163,3 +163,44 @@ def test_readme_snippet_works_as_written(make_repo, env):
     p = _run([str(BIN / "pre-commit"), "run", "repoguard-credentials", "--files",
               ".repoguard/sensitive.toml"], repo, env)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_hook_with_a_baseline_reports_only_new_findings(make_repo, hooks_repo, env):
+    """Issue 41 item 15: a file with old findings (moto's test_cognitoidp.py has 36) no longer
+    blocks every edit. With `[scan] baseline` in repoguard.toml and the baseline written by
+    `repoguard scan --write-baseline` and committed (the hook must not read its fingerprints as
+    keys), an edit that only touches the file passes and says the findings are known; an edit
+    adding a credential is blocked and reports that one alone."""
+    import random
+
+    from fake_values import random_key
+
+    rng = random.Random(4115)
+    old = ["ghp_" + random_key(rng, 36), "sk_live_" + random_key(rng, 24)]
+    new = "ghp_" + random_key(rng, 36)
+    repo = make_repo({"tests/test_idp.py": f"A = '{old[0]}'\nB = '{old[1]}'\n",
+                      "repoguard.toml": '[scan]\nbaseline = ".repoguard/baseline.json"\n'})
+    rev = git(hooks_repo, "rev-parse", "HEAD").strip()
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hooks_repo}\n  rev: {rev}\n  hooks:\n  - id: repoguard-credentials\n")
+    p = _run([str(BIN / "repoguard"), "scan", "--write-baseline"], repo, env)
+    assert p.returncode == 0 and "wrote 2 baseline entries" in p.stderr, p.stdout + p.stderr
+    assert _run([str(BIN / "pre-commit"), "install"], repo, env).returncode == 0
+    git(repo, "add", "-A")
+    p = _run(["git", "commit", "-m", "baseline"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr                  # the baseline itself passes
+    (repo / "tests" / "test_idp.py").write_text(f"A = '{old[0]}'\nB = '{old[1]}'\nC = 3\n")
+    git(repo, "add", "-A")
+    p = _run(["git", "commit", "-m", "touch"], repo, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = _run([str(BIN / "repoguard"), "scan", "tests/test_idp.py"], repo, env)
+    assert p.returncode == 0 and "0 new finding(s) (2 known, in the baseline) in 1 files" in p.stderr
+    (repo / "tests" / "test_idp.py").write_text(f"A = '{old[0]}'\nB = '{old[1]}'\nC = '{new}'\n")
+    git(repo, "add", "-A")
+    p = _run(["git", "commit", "-m", "leak"], repo, env)
+    assert p.returncode != 0
+    out = p.stdout + p.stderr
+    for s in (*old, new):
+        assert s not in out
+    assert "tests/test_idp.py:3:6: github-pat" in out and out.count("tests/test_idp.py:") == 1

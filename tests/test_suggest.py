@@ -286,3 +286,26 @@ def test_memoised_terms_equal_the_plain_split():
         assert list(sg._terms(t)) == list(plain(t))
     for p in ("trading/alphaSignal/core_util", "a/b-c/d"):
         assert list(sg._terms(p, path=True)) == list(plain(p, path=True))
+
+
+def test_credentials_are_listed_not_declared_as_paths(make_repo):
+    """Issue 41 item 16: a credential finding (moto's `generic-api-key-moto-iam-models-py`, a
+    false positive, tied all 242 examples of the file and its importers once pasted) is listed
+    for review only: no `paths`, no `[[secret]]` block; two keys in one file are two entries
+    with distinct ids, each listed once."""
+    import random
+
+    from fake_values import random_key
+
+    rng = random.Random(4116)
+    k1, k2 = "ghp_" + random_key(rng, 36), "ghp_" + random_key(rng, 36)
+    repo = make_repo({"iam/models.py": f"A = '{k1}'\nB = '{k2}'\n", "iam/views.py": "from iam import models\n"})
+    got = suggest(GitRepo(repo), Config(path=None), kinds=("credential",), limits=None)
+    creds = [c for c in got["candidates"] if c["kind"] == "credential"]
+    assert len(creds) == 2 and len({c["id"] for c in creds}) == 2
+    assert all(c["paths"] == [] and c["metrics"]["files"] == ["iam/models.py"] for c in creds)
+    assert all(c["id"].startswith("credential:github-pat:") for c in creds)
+    assert not parse_config(got["toml"]).secrets and "[[secret]]" not in got["toml"]
+    for c in creds:
+        assert got["toml"].count(c["id"]) == 1
+    assert k1 not in got["toml"] and k2 not in got["toml"]

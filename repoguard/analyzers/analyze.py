@@ -169,13 +169,28 @@ def left_out(corpus) -> dict:
     (config, manifest, output) and files read through a symlink, each {"files": n, "paths":
     first 20, "why": sentence}."""
     out = {}
-    why = {"repoguard": "repoguard's config, manifest and output directory are never training examples",
+    why = {"repoguard": "repoguard's files are never training examples: every repoguard.toml and "
+                        "everything under a .repoguard/ directory, at any depth, the config in use "
+                        "and the output directory",
            "symlink": "symlinks are never followed, at any path component (a tracked file below a "
                       "directory replaced by a link could read outside the checkout)"}
     for reason, sentence in why.items():
-        paths = sorted(e.path for e in corpus.excluded if e.reason == reason)
+        paths = sorted(corpus.shown.get(e.path, e.path) for e in corpus.excluded if e.reason == reason)
         out[reason] = {"files": len(paths), "paths": paths[:20], "why": sentence}
     return out
+
+
+def _name_redactor(repo, config: Config):
+    """`paths -> {path: redacted}` for the corpus's example ids: the scan's rules over file names
+    (credentials.names; a token in a file name must not sit in clear text in an id)."""
+    def shown(paths: list[str]) -> dict[str, str]:
+        from repoguard.credentials.keys import repo_key
+        from repoguard.credentials.names import redacted_names
+        from repoguard.credentials.redact import engine_for
+
+        engine = engine_for(tuple(config.scan.rule_files(repo.root)), repo_key(repo.root))
+        return redacted_names(engine, paths)
+    return shown
 
 
 def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | None = None,
@@ -192,7 +207,8 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
         raise InputError(f"unknown analyzer {unknown[0]!r} (known: {', '.join(analyzers.REGISTRY)})")
     t0 = time.perf_counter()
     # repoguard's own config (the one in use too) and its output are never examples (corpus.py)
-    corpus = build_corpus(repo, config.corpus, private=[p for p in (config.path, out) if p])
+    corpus = build_corpus(repo, config.corpus, private=[p for p in (config.path, out) if p],
+                          shown_paths=_name_redactor(repo, config))
     t_corpus = time.perf_counter() - t0
     # Only the sections of the analyzers that run: a loaded section nobody uses would be pruned
     # empty on save (`--only codenames` wiped the imports cache); the others are kept as they are.

@@ -21,11 +21,16 @@ How: text, paths and codenames are normalised the same way first (`words`: split
 character that is not a letter or digit — snake_case, kebab-case, dots, slashes, quotes,
 brackets — and at camelCase and letter→digit boundaries, so
 `falcon_refit`, `FalconRefit`, `FALCON_REFIT_V2`, `falcon-refit.yaml` and `trading.falcon` all
-contain the words of "Falcon Refit"), then a spaCy `PhraseMatcher` on a blank English tokenizer
+contain the words of "Falcon Refit"), then a spaCy `Matcher` on a blank English tokenizer
 matches the codenames case-insensitively (attr LOWER), as whole words: "falconer" and "falcons"
 are not "falcon" (a different word; a plural or suffix is not split off), while `FalconEye` and
 `falcon2` are (a camelCase or digit boundary is a word boundary). A codename of several words also
-matches written as one word (`falconrefit`). A codename that is an ordinary word (built-in stop
+matches written as one word (`falconrefit`), and its words may be parted by any run of
+separators, line breaks included: `Falcon\nRefit` in prose wrapped at the line end, `# tuned for
+Falcon\n# Refit` in a comment block (`#`, `//`, `*`, `--` are separators like any other
+punctuation), spaCy's whitespace tokens between the words being skipped (`Matcher`, `IS_SPACE`).
+Any letter case matches: the text is matched once as it is (camelCase split) and once lowered
+(`fAlCoN rEfIt`, whose case changes are no camelCase boundaries). A codename that is an ordinary word (built-in stop
 list + `analyzers.codename_stoplist`) is matched only with the capitalisation it was declared
 with, and an ordinary word declared in lower case is not matched at all (a warning says so). Text
 is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
@@ -76,7 +81,7 @@ _SEPARATORS = re.compile(r"[_./\\]+")
 _MATCH_SEPARATORS = re.compile(r"(?:[^\w\n]|_)+")
 _DIGIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])")
 # Bumped when what is matched changes, so cached per-blob results of the old rule are not reused.
-MATCH_VERSION = 4   # 4: every mention's line and byte span, not the first line
+MATCH_VERSION = 5   # 5: words parted by line breaks, any letter case; 4: every mention's line and span
 
 
 def split_identifiers(text: str) -> str:
@@ -171,12 +176,20 @@ class Matcher:
         self._nlp = None
 
     def _build(self) -> None:
-        spacy, PhraseMatcher = _spacy()
+        spacy, Matcher = _spacy()
         self._nlp = spacy.blank("en")
-        self.lower = PhraseMatcher(self._nlp.vocab, attr="LOWER")
-        self.exact = PhraseMatcher(self._nlp.vocab, attr="ORTH")
+        # Token patterns, not phrases: between two words of a codename any whitespace tokens
+        # (a line break, an indented continuation) are skipped, which a PhraseMatcher cannot do.
+        self.lower = Matcher(self._nlp.vocab)
+        self.exact = Matcher(self._nlp.vocab)
         for key, split, exact in self.patterns:
-            (self.exact if exact else self.lower).add(key, [self._nlp.make_doc(split)])
+            attr = "ORTH" if exact else "LOWER"
+            pattern: list[dict] = []
+            for tok in self._nlp.make_doc(split):
+                if pattern:
+                    pattern.append({"IS_SPACE": True, "OP": "*"})
+                pattern.append({attr: tok.text if exact else tok.text.lower()})
+            (self.exact if exact else self.lower).add(key, [pattern])
 
     def __bool__(self) -> bool:
         return bool(self.names)
@@ -186,37 +199,57 @@ class Matcher:
         low = data.lower()
         return any(all(w.encode() in low for w in words) for words in self.words)
 
-    def find(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int]]:
-        """Matches in `text` as (secret id, codename, offset in `words(text)`; `presplit`: `text`
-        is already `words(...)`)."""
-        return [(sid, name, start) for sid, name, start, _ in self.find_spans(text, presplit=presplit)]
+    def find(self, text: str) -> list[tuple[str, str, int]]:
+        """Matches in `text` as (secret id, codename, 1-based line of the mention's first word)."""
+        return [(sid, name, first) for sid, name, first, _ in self.find_lines(text)]
 
-    def find_spans(self, text: str, *, presplit: bool = False) -> list[tuple[str, str, int, int]]:
-        """Matches in `text` as (secret id, codename, start, end): offsets in `words(text)`."""
+    def find_lines(self, text: str) -> list[tuple[str, str, int, int]]:
+        """Distinct matches in `text` as (secret id, codename, first line, last line), 1-based:
+        a codename wrapped over a line break spans two lines. Two passes (module doc): `words(text)`
+        with every pattern, `words(text.lower())` with the case-insensitive ones; both keep every
+        newline of `text`, so a line of either is the same line of `text`."""
+        found = set()
+        for split, sid, name, start, end in self._passes(text):
+            first = split.count("\n", 0, start) + 1
+            found.add((sid, name, first, first + split.count("\n", start, end)))
+        return sorted(found)
+
+    def find_spans(self, text: str) -> list[tuple[str, str, int, int]]:
+        """Matches in `text` as (secret id, codename, start, end): offsets in `words(text)`, or in
+        `words(text.lower())` for a match only the lowered pass finds (`find_lines`)."""
+        return [(sid, name, start, end) for _, sid, name, start, end in self._passes(text)]
+
+    def _passes(self, text: str) -> Iterator[tuple[str, str, str, int, int]]:
+        """(matched text, secret id, codename, start, end) of both passes (`find_lines`)."""
         low = text.lower()
         if not any(all(w in low for w in ws) for ws in self.words):
-            return []
-        if not presplit:
-            text = words(text)
+            return
         if self._nlp is None:
             self._build()
+        for split, matchers in ((words(text), (self.lower, self.exact)), (words(low), (self.lower,))):
+            for sid, name, start, end in self._spans(split, matchers):
+                yield split, sid, name, start, end
+
+    def _spans(self, text: str, matchers) -> Iterator[tuple[str, str, int, int]]:
+        """(secret id, codename, start, end) offsets in `text` (already `words(...)`), fed to
+        spaCy in pieces below `nlp.max_length`."""
         nlp = self._nlp
-        out = []
         step = nlp.max_length - 1
         for start in range(0, len(text), step):
             doc = nlp.make_doc(text[start:start + step])
-            for matcher in (self.lower, self.exact):
+            for matcher in matchers:
+                if not len(matcher):
+                    continue                       # spaCy warns on a matcher without patterns
                 for match_id, i, j in matcher(doc):
                     sid, name = self.names[nlp.vocab.strings[match_id]]
                     last = doc[j - 1]
-                    out.append((sid, name, start + doc[i].idx, start + last.idx + len(last.text)))
-        return out
+                    yield sid, name, start + doc[i].idx, start + last.idx + len(last.text)
 
 
 def _spacy():
-    """(spacy, PhraseMatcher), imported without torch when torch is not loaded yet: thinc, under
+    """(spacy, Matcher), imported without torch when torch is not loaded yet: thinc, under
     spaCy, imports torch if it can (~0.9 s of spaCy's ~1.8 s), and a blank tokenizer with a
-    phrase matcher uses none of it (issue 28 item 6: `analyze`). `import torch` is made to fail
+    token matcher uses none of it (issue 28 item 6: `analyze`). `import torch` is made to fail
     only while spaCy is imported; a later `import torch` (training) loads it as usual."""
     import sys
 
@@ -225,25 +258,21 @@ def _spacy():
         sys.modules["torch"] = None         # type: ignore[assignment]  # `import torch` → ImportError
     try:
         import spacy
-        from spacy.matcher import PhraseMatcher
+        from spacy.matcher import Matcher
     finally:
         if block and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
-    return spacy, PhraseMatcher
+    return spacy, Matcher
 
 
 def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str, int, int, int]]:
     """(secret id, codename, line, start byte, end byte) of every line holding a mention in the
     file's whole text (any language: module doc), sorted; the bytes are those of the mention's
-    line(s) in `data`, without the newline. `words` keeps every newline, so a line of `words(text)`
-    is the same line of the file."""
+    line(s) in `data`, without the newline (`Matcher.find_lines`: lines of the decoded text, the
+    same lines as the bytes')."""
     if not matcher.may_occur(data):
         return []  # no codename's words anywhere in the bytes: skip decoding and matching
-    text = words(data.decode("utf-8", errors="replace"))
-    found: set[tuple[str, str, int, int]] = set()
-    for sid, name, start, end in matcher.find_spans(text, presplit=True):
-        first = text.count("\n", 0, start) + 1
-        found.add((sid, name, first, first + text.count("\n", start, end)))
+    found = matcher.find_lines(data.decode("utf-8", errors="replace"))
     if not found:
         return []
     starts = [0]                                   # byte offset of each line's start

@@ -54,15 +54,18 @@ def _span(finding) -> tuple[int, int] | None:
     return (finding.start, finding.end) if finding.end > finding.start else None
 
 
-def scan(repo, paths, config):
-    """Findings of the credential scan over `paths` (working tree), sorted by (path, line)."""
+def scan(repo, paths, config, *, names: bool = False):
+    """Findings of the credential scan over `paths` (working tree), sorted by (path, line).
+    `names`: also the file names' credentials, and paths shown redacted (for display, as
+    `suggest` lists them); False (`analyze`): contents only, under the real paths the incidence
+    ties (a path's credential is in no training text; the example ids redact it)."""
     from repoguard.credentials.keys import repo_key
     from repoguard.credentials.redact import scan_ruleset
     from repoguard.credentials.scan import Scanner
 
     scanner = Scanner(scan_ruleset(repo.root, config.scan), max_file_bytes=config.scan.max_file_bytes,
                       key=repo_key(repo.root))
-    return scanner.scan_files(str(repo.root), sorted(paths)).findings
+    return scanner.scan_files(str(repo.root), sorted(paths), names=names).findings
 
 
 def scan_blobs(repo, files, config) -> Iterator[Evidence]:

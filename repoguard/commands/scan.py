@@ -15,6 +15,9 @@ def register(parser) -> None:
                       help="scan every commit's added lines; report the introducing commit")
     mode.add_argument("--staged", action="store_true", help="scan the staged change (pre-commit)")
     parser.add_argument("--since", metavar="REV", help="with --history (implied): only commits after REV")
+    parser.add_argument("--range", metavar="REVS", dest="range",
+                        help="with --history (implied): the commits of a revision range, e.g. v1.0..main "
+                             "or main~200..main (default: everything reachable from HEAD)")
     parser.add_argument("--all-refs", action="store_true", help="with --history: every branch and tag")
     parser.add_argument("--no-git", action="store_true", help="walk a plain directory (no git needed)")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default=None, help="output format (text)")
@@ -25,8 +28,9 @@ def register(parser) -> None:
                              "[extend] useDefault = true) or Nosey Parker-style YAML pack (.yaml/.yml, "
                              "added to the defaults); repeatable")
     parser.add_argument("--baseline", metavar="FILE", help="suppress findings listed in this baseline")
-    parser.add_argument("--update-baseline", action="store_true",
-                        help="write all current findings to the baseline file and exit 0")
+    parser.add_argument("--update-baseline", "--write-baseline", action="store_true", dest="update_baseline",
+                        help="write the current findings to the baseline file and exit 0 (given files: "
+                             "update their entries, keep the others)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
     parser.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
                         help="scan at most N bytes of each file (default: config scan.max_file_bytes)")
@@ -47,10 +51,15 @@ def run(args) -> int:
         missing = [t for t in targets if not Path(t).is_file() and not Path(t).is_symlink()]
         if missing:
             raise InputError(f"{missing[0]}: no such file (give one directory or a list of files)")
-    if args.since and args.staged:
-        raise InputError("--since: a history option; it cannot be combined with --staged")
-    if args.since:
-        args.history = True
+    for flag in ("since", "range"):
+        if getattr(args, flag) and args.staged:
+            raise InputError(f"--{flag}: a history option; it cannot be combined with --staged")
+        if getattr(args, flag):
+            args.history = True
+    if args.range and (args.all_refs or args.since):
+        raise InputError("--range: give the whole range there (A..B), without --since or --all-refs")
+    if args.range is not None and (not args.range.strip() or args.range.startswith("-")):
+        raise InputError(f"--range: {args.range!r} is not a revision range (e.g. v1.0..main)")
     if (args.history or args.staged) and (explicit or args.no_git):
         raise InputError("--history/--staged scan a git repository: give at most one directory, without --no-git")
 

@@ -82,11 +82,14 @@ def apply_baseline(findings: Iterable[Finding], baseline: dict[str, dict], *,
     return BaselineResult(new=new, suppressed=suppressed, stale=stale)
 
 
-def write_baseline(path: str | Path, findings: Iterable[Finding], *, key_id: str = "") -> int:
-    """Write every finding's fingerprint (atomically), recording `key_id` (the fingerprint key's
-    id, credentials.keys.key_id); returns the number of entries."""
-    entries = {f.fingerprint: {"fingerprint": f.fingerprint, "rule_id": f.rule_id, "path": f.path}
-               for f in findings}
+def write_baseline(path: str | Path, findings: Iterable[Finding], *, key_id: str = "",
+                   keep: Iterable[dict] = ()) -> int:
+    """Write every finding's fingerprint (atomically), plus the entries `keep` (of a baseline
+    being updated for part of the tree), recording `key_id` (the fingerprint key's id,
+    credentials.keys.key_id); returns the number of entries."""
+    entries = {e["fingerprint"]: e for e in keep}
+    entries.update({f.fingerprint: {"fingerprint": f.fingerprint, "rule_id": f.rule_id, "path": f.path}
+                    for f in findings})
     atomic_write_json(path, {"version": VERSION, "tool": "repoguard", "fingerprints": "hmac-sha256",
                              "key_id": key_id, "entries": [entries[k] for k in sorted(entries)]})
     return len(entries)

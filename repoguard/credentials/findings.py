@@ -31,7 +31,9 @@ class Finding:
     secret was found by decoding base64/hex, named in `decoded`). History fields (`commit`,
     `author`, `date`, `present_at_head`) are None outside `--history`. Triage (credentials.triage):
     `location` (fixture/test/docs/example/config/source), `severity` (critical/high/medium/low)
-    and `checksum` ("valid"/"invalid" for formats that carry one, else "")."""
+    and `checksum` ("valid"/"invalid" for formats that carry one, else ""). `found_in`: "" for
+    a file's content, "file name" or "commit message" (credentials.names; a name finding's
+    `path` is already redacted there, its line 1 and column the place in the path)."""
 
     rule_id: str
     path: str
@@ -52,10 +54,12 @@ class Finding:
     location: str = "source"
     severity: str = "high"
     checksum: str = ""
+    found_in: str = ""
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.rule_id}:{self.path}:{self.secret_hmac}"
+        where = f" ({self.found_in})" if self.found_in else ""   # a name's token is not its file's
+        return f"{self.rule_id}:{self.path}{where}:{self.secret_hmac}"
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -16,7 +16,7 @@ from repoguard.credentials.baseline import apply_baseline, load_baseline, write_
 from repoguard.credentials.keys import key_id, repo_key
 from repoguard.credentials.rules import load_rules
 from repoguard.credentials.scan import Scanner, walk_plain
-from repoguard.source.corpus import MANIFEST
+from repoguard.source.corpus import OWN_DIR
 
 log = logging.getLogger("repoguard")
 
@@ -38,15 +38,18 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
     if max_bytes <= 0:
         raise InputError("--max-file-bytes: must be positive")
     key = repo_key(repo.root)       # keyed fingerprints: no published file is an offline verifier
-    scanner = Scanner(ruleset, jobs=args.jobs, max_file_bytes=max_bytes, exclude=_excluder(sc.exclude), key=key)
     root = str(repo.root)
+    bpath = Path(args.baseline or os.path.join(root, sc.baseline)) if (args.baseline or sc.baseline) else None
+    scanner = Scanner(ruleset, jobs=args.jobs, max_file_bytes=max_bytes,
+                      exclude=_excluder(sc.exclude, _inside(bpath, root)), key=key)
 
     scanned_paths: set[str] | None = None
     if args.staged:
         result = scanner.scan_staged(repo)
         scanned_paths = {f.path for f in result.findings}
     elif args.history:
-        result = scanner.scan_history(repo, since=args.since, all_refs=args.all_refs)
+        result = scanner.scan_history(repo, since=args.since, all_refs=args.all_refs,
+                                      rev=getattr(args, "range", None) or "HEAD")
     else:
         if explicit:
             rels = []
@@ -67,10 +70,17 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
         result = scanner.scan_files(root, rels, strip=strip)
 
     findings, stats = result.findings, result.stats
-    if args.baseline or sc.baseline:
-        bpath = Path(args.baseline or os.path.join(root, sc.baseline))
+    if stats.get("truncated"):
+        stats["max_file_bytes"] = max_bytes
+    if bpath is not None:
         if args.update_baseline:
-            n = write_baseline(bpath, findings, key_id=key_id(key))
+            # A partial scan (files, --staged) updates the entries of what it scanned and keeps
+            # the others: `scan --update-baseline a.py` must not forget every other file's entries.
+            keep = {}
+            if scanned_paths is not None and bpath.exists():
+                keep = {fp: e for fp, e in load_baseline(bpath, key_id=key_id(key)).items()
+                        if e.get("path") not in scanned_paths}
+            n = write_baseline(bpath, findings, key_id=key_id(key), keep=keep.values())
             if not args.quiet:
                 sys.stderr.write(f"repoguard: wrote {n} baseline entries to {bpath}\n")
             return 0
@@ -98,17 +108,36 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
         for e in stats.get("stale_baseline", []):
             sys.stderr.write(f"repoguard: stale baseline entry {e.get('rule_id')} in {e.get('path')}\n")
         what = f"{stats.get('commits', 0)} commits" if args.history else f"{stats.get('files', 0)} files"
-        sys.stderr.write(f"repoguard: {len(findings)} new finding(s) in {what}, "
+        known = f" ({stats['baselined']} known, in the baseline)" if stats.get("baselined") else ""
+        sys.stderr.write(f"repoguard: {len(findings)} new finding(s){known} in {what}, "
                          f"{stats.get('bytes', 0) / 1e6:.1f} MB in {stats['seconds']:.2f} s "
                          f"({stats['engine']}, {stats['jobs']} jobs)\n")
+        if fmt != "text" or args.output:   # the text report carries them as `note:` lines
+            for n in report.notes(stats):
+                sys.stderr.write(f"repoguard: note: {n}\n")
     return 1 if findings else 0
 
 
-def _excluder(patterns):
-    """Config `scan.exclude` (gitignore patterns), plus the sensitivity manifest `MANIFEST`
-    always: its secret ids (`credential:password-assignment:HASH`) match the password rules."""
+def _inside(path: Path | None, root: str) -> str | None:
+    """`path` relative to `root` (POSIX), or None when it lies outside or is None."""
+    if path is None:
+        return None
+    rel = os.path.relpath(os.path.realpath(path), root)
+    return None if rel.startswith("..") else Path(rel).as_posix()
+
+
+def _excluder(patterns, baseline: str | None = None):
+    """Config `scan.exclude` (gitignore patterns), plus always repoguard's own files: everything
+    below a `.repoguard/` directory at any depth (the manifest's secret ids,
+    `credential:password-assignment:HASH`, match the password rules; a committed
+    `.repoguard/scan/findings.json` gave 51 "generic-hex-secret" findings on its own keyed
+    fingerprints in moto), as `--no-git` walks skip them, and the baseline in use wherever it
+    lies (its fingerprints sit next to rule names such as `stripe-access-token`: a keyword rule
+    read one as a key, and committing the baseline was blocked by the hook it serves)."""
+    def own(p: str) -> bool:
+        return p.startswith(OWN_DIR + "/") or f"/{OWN_DIR}/" in p or p == baseline
     if not patterns:
-        return lambda p: p == MANIFEST
+        return own
     import pathspec
     match = pathspec.GitIgnoreSpec.from_lines(patterns).match_file
-    return lambda p: p == MANIFEST or match(p)
+    return lambda p: own(p) or match(p)

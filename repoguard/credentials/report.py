@@ -27,22 +27,69 @@ def to_json(findings: list[Finding], stats: dict) -> str:
 def to_text(findings: list[Finding], stats: dict) -> str:
     """One line per finding: `path:line:col: rule: redacted [severity location] ...`; history
     findings add a column `still at HEAD` / `not at HEAD  ` and the introducing commit.
-    A last line sums findings by location and says when all are in tests/fixtures/docs."""
+    A `summary:` line sums findings by location and says when all are in tests/fixtures/docs;
+    `note:` lines say what was read only in part or not at all (`notes`)."""
     lines = []
     for f in findings:
         where = f"{f.path}:{f.line}:{f.column}"
         extra = f" (in {f.decoded})" if f.decoded else ""
+        extra += f" (in the {f.found_in})" if f.found_in else ""
         extra += f" checksum={f.checksum}" if f.checksum else ""
         head = ""
         hist = ""
         if f.commit:
             head = " still at HEAD" if f.present_at_head else " not at HEAD  "
+            if f.found_in == "commit message":
+                head = " in git log   "          # a message stays in the history: no HEAD to leave
             hist = f"  commit {f.commit[:12]} by {f.author} on {f.date}"
         lines.append(f"{where}: {f.rule_id}: {f.redacted}{extra} [{f.severity} {f.location}]{head} "
                      f"entropy={f.entropy:.2f}{hist}")
     if findings:
         lines.append(f"summary: {summary(findings)}")
+    lines += [f"note: {n}" for n in notes(stats)]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+# Why a file was not read (`scan.read_regular_file` reasons, and the excluder).
+_SKIPPED = {"allowlisted": "left out by path (repoguard's own .repoguard/ files and baseline, scan.exclude, the rules' path allowlist)",
+            "symlink": "symlinks are not followed", "outside": "below a symlink out of the repository",
+            "special": "not a regular file", "missing": "listed but not on disk", "unreadable": "unreadable"}
+
+
+def notes(stats: dict) -> list[str]:
+    """One sentence per way the scan read less than everything (stats from `Scanner`): binary
+    files read over their printable runs, files cut at `max_file_bytes`, files skipped by reason,
+    history objects git could not read. [] when everything was read whole."""
+    out = []
+    if stats.get("binary"):
+        out.append(f"{stats['binary']} binary file(s) (a NUL byte in the first 8000 bytes) scanned over "
+                   "their printable runs only")
+    if stats.get("truncated"):
+        cap = stats.get("max_file_bytes")
+        out.append(f"{stats['truncated']} file(s) longer than {cap or 'the limit'} bytes scanned up to it only "
+                   "(--max-file-bytes, or scan.max_file_bytes in the config)")
+    skipped = {k[len("skipped_"):]: v for k, v in stats.items() if k.startswith("skipped_") and v}
+    if skipped:
+        parts = [f"{n} {_SKIPPED.get(why, why)}" for why, n in sorted(skipped.items())]
+        out.append(f"{sum(skipped.values())} file(s) not scanned: " + "; ".join(parts))
+    bad = unreadable_objects(stats.get("unreadable") or [])
+    if bad:
+        shown = ", ".join(f"{sha[:12]} ({where})" for sha, where in list(bad.items())[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        out.append(f"{len(bad)} object(s) git could not read were skipped: {shown}{more}; the rest was scanned")
+    return out
+
+
+def unreadable_objects(rows: list[dict]) -> dict[str, str]:
+    """{object: "paths in commit(s) …"} from `stats["unreadable"]` rows (one per commit that
+    needed the object), in order of first appearance."""
+    by: dict[str, tuple[dict, list[str]]] = {}
+    for u in rows:
+        paths, commits = by.setdefault(u["object"], ({}, []))
+        paths.update(dict.fromkeys(u.get("paths") or ["?"]))
+        commits.append(u["commit"][:12])
+    return {sha: f"{', '.join(paths)} in commit{'s' if len(cs) > 1 else ''} {', '.join(cs)}"
+            for sha, (paths, cs) in by.items()}
 
 
 def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:

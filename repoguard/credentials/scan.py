@@ -8,10 +8,15 @@ Safety: symlinks are never followed (tracked symlinks are skipped, and a path wh
 is outside the repository — e.g. through a symlinked parent directory — is refused); only regular
 files are opened (a FIFO would block); reads stop at `max_file_bytes` (the rest of an oversize file
 is not scanned, and the file is counted as truncated); files with a NUL byte in their first 8000
-bytes are binary (git's test) and only path rules apply to them.
+bytes are binary (git's test) and are scanned over their printable runs, as `strings` reads them
+(credentials.names.printable_runs). File names and, in `--history`, commit messages are scanned
+too (credentials.names); a name holding a credential is reported redacted, for every finding of
+its file. The text report says how many files were read as binary, truncated or skipped, and why
+(`report.notes`).
 """
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import time
@@ -22,6 +27,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from repoguard.credentials.engine import Engine
 from repoguard.credentials.findings import Finding
+from repoguard.credentials.names import (IN_MESSAGE, IN_NAME, MESSAGE_PATH, is_binary, printable_runs,
+                                         redact_name, scan_name, scan_names)
+from repoguard.credentials.report import unreadable_objects
 from repoguard.credentials.rules import RuleSet
 from repoguard.core.progress import progress
 
@@ -29,6 +37,7 @@ BATCH_BYTES = 4 << 20
 BATCH_FILES = 64
 _INPROCESS_BYTES = 8 << 20  # below this (history, staged), a pool costs more than it saves
 _INPROCESS_FILES = 128
+log = logging.getLogger("repoguard")
 
 
 @dataclass
@@ -105,24 +114,34 @@ def _scan_files(root: str, paths: Sequence[str], max_bytes: int, strip: str) -> 
             counts["truncated"] += 1
         counts["files"] += 1
         counts["bytes"] += len(data)
-        if b"\0" in data[:8000]:
-            counts["binary"] += 1
-            out += eng.scan(b"", shown)  # path rules only (e.g. *.p12)
-            continue
+        if is_binary(data):
+            counts["binary"] += 1          # scanned over its printable runs (module doc)
+            data = printable_runs(data)
         out += eng.scan(data, shown)
     return out, counts
 
 
-def _scan_texts(items: Sequence[tuple[int, str, str | None, bytes, list[int]]]) -> tuple[list, Counter]:
-    """items: (sequence number, path, commit sha, text of added lines, their line numbers)."""
+def _scan_texts(items: Sequence[tuple[int, str, str | None, bytes, list[int], str]]) -> tuple[list, Counter]:
+    """items: (sequence number, path, commit sha, text of added lines, their line numbers,
+    found_in: "" for added lines, else the item is a file name or a commit message,
+    credentials.names)."""
     eng = _ENGINE
     assert eng is not None
     out = []
     counts: Counter = Counter()
-    for seq, path, commit, text, lines in items:
+    for seq, path, commit, text, lines, found_in in items:
         counts["bytes"] += len(text)
+        if found_in == IN_NAME:
+            for f in scan_name(eng, path, commit=commit):
+                f.commit = commit
+                out.append((seq, f))
+            continue
+        if is_binary(text):
+            counts["binary"] += 1
+            text = printable_runs(text)
         for f in eng.scan(text, path, commit=commit):
             f.commit = commit
+            f.found_in = found_in
             if f.line:  # map the line in the joined text back to the file's line
                 f.line, f.end_line = lines[f.line - 1], lines[min(f.end_line, len(lines)) - 1]
             out.append((seq, f))
@@ -150,8 +169,11 @@ class Scanner:
         return ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker,
                                    initargs=(self.ruleset, self.engine.serialize(), id(self.engine), self.engine.key))
 
-    def scan_files(self, root: str, paths: Sequence[str], *, strip: str = "") -> ScanResult:
-        """Scan working-tree files `paths` (relative to `root`); reported paths lose `strip`."""
+    def scan_files(self, root: str, paths: Sequence[str], *, strip: str = "", names: bool = True) -> ScanResult:
+        """Scan working-tree files `paths` (relative to `root`); reported paths lose `strip`.
+        `names`: also scan the file names, and report every finding of a file whose name holds
+        a credential under the redacted name (module doc); False: contents only, real paths
+        (`analyze` ties findings to the files by path)."""
         t0 = time.perf_counter()
         root = os.path.realpath(root)
         keep = [p for p in paths if not self.exclude(p)
@@ -176,7 +198,13 @@ class Scanner:
                     findings += f
                     counts += c
                     advance(len(b))
+        if names:
+            findings = _redact_paths(findings + self._names(p[len(strip):] if strip else p for p in keep))
         return ScanResult(sorted(findings, key=_order), self._stats(counts, t0))
+
+    def _names(self, paths: Iterable[str], commit: str | None = None) -> list[Finding]:
+        """Findings in the names of `paths` (credentials.names.scan_names)."""
+        return scan_names(self.engine, paths, commit=commit)
 
     def scan_texts(self, items: Iterable[tuple[str, str | None, bytes, list[int]]]) -> list[tuple[int, Finding]]:
         """Scan (path, commit, text, line numbers) items, streamed; returns (sequence, finding)
@@ -231,30 +259,53 @@ class Scanner:
         pairs = self.scan_texts(items)
         findings = [f for _, f in pairs]
         seen = {f.path for f in findings}
-        for tf in repo.staged_files():
-            if tf.path not in seen and not self.exclude(tf.path):
-                findings += self.engine.scan(b"", tf.path)
+        staged = [tf.path for tf in repo.staged_files() if not self.exclude(tf.path)]
+        for path in staged:
+            if path not in seen:
+                findings += self.engine.scan(b"", path)
+        findings += self._names(staged)
         counts = Counter(self._text_counts)
         counts["files"] = len({p for p, *_ in items})
-        return ScanResult(sorted(_dedupe(findings), key=_order), self._stats(counts, t0))
+        return ScanResult(sorted(_dedupe(_redact_paths(findings)), key=_order), self._stats(counts, t0))
 
-    def scan_history(self, repo, *, since: str | None = None, all_refs: bool = False) -> ScanResult:
-        """Every commit's added lines (newest first from one `git log -p`); each secret is reported
-        once, at the commit that introduced it (the oldest one adding it on that path), with
-        author, date and whether it is still present at HEAD."""
+    def scan_history(self, repo, *, since: str | None = None, all_refs: bool = False,
+                     rev: str = "HEAD") -> ScanResult:
+        """Every commit's added lines, the names of the files it touches and its message (newest
+        first from one streamed `git log -p`); each secret is reported once, at the commit that
+        introduced it (the oldest one adding it on that path), with author, date and whether it
+        is still present at HEAD. `rev`: a revision or range (`v1.0..main`); `since`: only
+        commits after it. An object git cannot read is skipped with a warning naming it and
+        counted in `stats["unreadable"]` (source.gitrepo.Unreadable); the rest is scanned."""
         t0 = time.perf_counter()
         commits: list = []
+        unreadable: list = []
+        flagged: dict[str, bool] = {}      # path → its name holds a credential (checked once)
 
-        def items(advance) -> Iterator[tuple[str, str | None, bytes, list[int]]]:
-            for patch in repo.iter_patches("HEAD", since=since, all_refs=all_refs):
+        def items(advance) -> Iterator[tuple[str, str | None, bytes, list[int], str]]:
+            for patch in repo.iter_patches(rev, since=since, all_refs=all_refs, unreadable=unreadable):
                 commits.append(patch.commit)
                 advance()
-                for path, _, text, lines in _group_added(patch.added, patch.commit.sha):
+                sha = patch.commit.sha
+                if patch.commit.message:
+                    text = patch.commit.message.encode("utf-8", "surrogateescape")
+                    yield MESSAGE_PATH, sha, text, list(range(1, text.count(b"\n") + 2)), IN_MESSAGE
+                for path, _, text, lines in _group_added(patch.added, sha):
                     if not (self.exclude(path) or self.engine.path_allowed(path)):
-                        yield path, patch.commit.sha, text, lines
+                        yield path, sha, text, lines, ""
+                new = [p for p in dict.fromkeys(patch.paths) if p not in flagged and not self.exclude(p)]
+                hits = {f.path for f in self._names(new)} if new else set()
+                flagged.update((p, p in hits) for p in new)
+                for p in dict.fromkeys(patch.paths):
+                    if flagged.get(p):
+                        yield p, sha, b"", [1], IN_NAME
 
         with progress("scanning commits") as advance:
             pairs = self.scan_texts(items(advance))
+        rows = [{"object": u.sha, "commit": u.commit, "paths": list(u.paths)} for u in unreadable]
+        for sha, where in unreadable_objects(rows).items():
+            log.warning("repoguard: skipped unreadable object %s (%s); the rest of those commits and of the "
+                        "history was scanned", sha, where)
+        _redact_paths([f for _, f in pairs])
         by_sha = {c.sha: c for c in commits}
         oldest: dict[str, tuple[int, Finding]] = {}
         for seq, f in pairs:
@@ -271,7 +322,10 @@ class Scanner:
             findings.append(f)
         counts = Counter(self._text_counts)
         counts["commits"] = len(commits)
-        return ScanResult(sorted(findings, key=_order), self._stats(counts, t0))
+        stats = self._stats(counts, t0)
+        if rows:
+            stats["unreadable"] = rows
+        return ScanResult(sorted(findings, key=_order), stats)
 
     def _head_secrets(self, repo) -> set[tuple[str, str]]:
         """(rule id, secret hash) of every finding in the HEAD tree (any path: a moved secret is
@@ -288,12 +342,29 @@ class Scanner:
                 blobs.setdefault(parts[2], []).append(path)
         found = set()
         for sha, data in repo.read_blobs(list(blobs)):
-            if data is None or b"\0" in data[:8000]:
+            if data is None:
                 continue
+            data = data[:self.max_file_bytes]
+            if is_binary(data):
+                data = printable_runs(data)
             for path in blobs[sha]:
-                for f in self.engine.scan(data[:self.max_file_bytes], path):
+                for f in self.engine.scan(data, path):
                     found.add((f.rule_id, f.secret_hmac))
+        found.update((f.rule_id, f.secret_hmac) for f in self._names(p for ps in blobs.values() for p in ps))
         return found
+
+
+def _redact_paths(findings: list[Finding]) -> list[Finding]:
+    """Every finding of a file whose name holds a credential gets the redacted name as its path
+    (credentials.names.redact_name), in place; returns `findings`."""
+    names: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.found_in == IN_NAME:
+            names.setdefault(f.path, []).append(f)
+    shown = {p: redact_name(p, fs) for p, fs in names.items()}
+    for f in findings:
+        f.path = shown.get(f.path, f.path)
+    return findings
 
 
 def _group_added(added, commit: str | None) -> Iterator[tuple[str, str | None, bytes, list[int]]]:
@@ -336,8 +407,8 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 def _text_batches(items) -> Iterator[list]:
     batch, size = [], 0
-    for seq, (path, commit, text, lines) in enumerate(items):
-        batch.append((seq, path, commit, text, lines))
+    for seq, (path, commit, text, lines, *found_in) in enumerate(items):
+        batch.append((seq, path, commit, text, lines, found_in[0] if found_in else ""))
         size += len(text)
         if size >= BATCH_BYTES or len(batch) >= BATCH_FILES:
             yield batch

@@ -192,8 +192,21 @@ def _explorer(plan, inc, rows: list[dict]) -> list[dict]:
             if len(by[e.secret_id]) < MAX_EVIDENCE:
                 by[e.secret_id].append({"path": e.path, "analyzer": e.analyzer, "reason": e.reason,
                                         "chain": list(e.chain)[:6]})
+    shown = _shown_names({e["path"] for rows_ in by.values() for e in rows_})
+    for rows_ in by.values():
+        for e in rows_:
+            e["path"] = shown.get(e["path"], e["path"])
     desc = {s.id: s.description for s in inc.secrets if s.id in want}
     return [{"id": sid, "description": desc.get(sid, ""), "n_evidence": n[sid], "evidence": by[sid]} for sid in wanted]
+
+
+def _shown_names(paths: set[str]) -> dict[str, str]:
+    """{path: redacted} for evidence paths whose name holds a credential (credentials.names):
+    the report is published, and `cfg/token_ghp_….txt` must not appear in it."""
+    from repoguard.credentials.names import redacted_names
+    from repoguard.credentials.redact import default_engine
+
+    return redacted_names(default_engine(), sorted(paths)) if paths else {}
 
 
 def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:

@@ -14,13 +14,19 @@ Symlinks are never followed, at any path component: a tracked symlink is left ou
 tracked file below a directory that was replaced by a symlink (`etcconf/passwd` with `etcconf`
 → `/etc` would read `/etc/passwd`); its reason is "symlink" and the detail names the link.
 
-repoguard's own files are never examples: `repoguard.toml` at the root (every codename and
-secret description), the config file in use when it lies in the checkout, and everything under
-`.repoguard/` (the committed manifest `sensitive.toml` says which files carry which secret) and
-under the output directory when it lies in the checkout (`build_corpus(private=...)`).
+repoguard's own files are never examples: every `repoguard.toml` (every codename and secret
+description), the config file in use when it lies in the checkout, everything under a
+`.repoguard/` directory (the committed manifest `sensitive.toml` says which files carry which
+secret) and under the output directory when it lies in the checkout (`build_corpus(private=...)`).
+`repoguard.toml` and `.repoguard/` count at any depth (`own_path`): a vendored sub-project's
+`sub/.repoguard/sensitive.toml` names its secrets' files just as the root one does.
 
 Example ids are stable: `path#chunk@blobsha12` (blob SHA of the working-tree content, as git
-would compute it), so an unchanged file keeps its ids across runs and machines.
+would compute it), so an unchanged file keeps its ids across runs and machines. A path whose name
+holds a credential (`cfg/token_ghp_….txt`) is written redacted in the id
+(`cfg/token_****(40 chars).txt#0@…`): ids travel into the incidence, plans and reports, and the
+caller (`analyze`) passes `build_corpus(shown_paths=...)`, which the credential rules fill
+(this package reads no rules). `Example.path` stays the real path: it is how the file is read.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import pathspec
 
@@ -70,6 +76,7 @@ _SNIFF = 8192
 log = logging.getLogger(__name__)
 # repoguard's own files, always left out (module docstring); `build_corpus(private=...)` adds more.
 PRIVATE_PATHS = (CONFIG_FILENAME, ".repoguard/")
+OWN_DIR = ".repoguard"
 # The committed sensitivity manifest (`repoguard tag`): it names secret ids, and a credential's id
 # `credential:password-assignment:b0f8bcb6f032` reads like `password: …` to the credential rules,
 # so `scan` never scans it (it holds keyed fingerprints, never a secret).
@@ -112,6 +119,7 @@ class Corpus:
     excluded: list[Excluded] = field(default_factory=list)
     file_examples: dict[str, list[int]] = field(default_factory=dict)
     duplicates: int = 0
+    shown: dict[str, str] = field(default_factory=dict)   # path → as written in ids (module doc)
 
     @property
     def files(self) -> list[str]:
@@ -279,14 +287,17 @@ _PARALLEL_MIN_FILES = 2000
 
 def build_corpus(repo: GitRepo | PlainDir, config: CorpusConfig | None = None, *,
                  paths: Iterable[str] | None = None, jobs: int | None = None,
-                 private: Iterable[str | os.PathLike] = ()) -> Corpus:
+                 private: Iterable[str | os.PathLike] = (),
+                 shown_paths: Callable[[list[str]], Mapping[str, str]] | None = None) -> Corpus:
     """Build the corpus of `repo`'s tracked files (or of `paths`, a subset) from the working tree.
 
     repoguard's own files are left out with reason "repoguard": `PRIVATE_PATHS` and `private`
     (the config file in use, the output directory: absolute, or relative to the working
     directory; ones outside the checkout are ignored). Files are cut in `jobs` worker processes (default:
     all cores) when there are more than 2000; dedup and ids are assigned afterwards in file order,
-    so the result does not depend on `jobs`. Raises InputError when `repo` cannot be listed."""
+    so the result does not depend on `jobs`. `shown_paths(paths) -> {path: shown}`: how a path
+    is written in example ids (module doc; paths it leaves out are written as they are).
+    Raises InputError when `repo` cannot be listed."""
     config = config or CorpusConfig()
     files = repo.tracked_files()
     if paths is not None:
@@ -295,6 +306,8 @@ def build_corpus(repo: GitRepo | PlainDir, config: CorpusConfig | None = None, *
     jobs = jobs or os.cpu_count() or 1
     _DIR_CACHE.clear()           # a directory may have been replaced by a link since the last build
     corpus = Corpus(root=repo.root)
+    if shown_paths is not None:
+        corpus.shown = dict(shown_paths([f.path for f in files]))
     own = private_paths(repo.root, private)
     kept = []
     for f in files:
@@ -347,8 +360,23 @@ def private_paths(root: str | os.PathLike, extra: Iterable[str | os.PathLike] = 
     return tuple(dict.fromkeys(out))
 
 
+def own_path(path: str) -> str:
+    """Why the repo-relative POSIX `path` is one of repoguard's own files at any depth ("" when
+    it is not): below a `.repoguard/` directory, or named `repoguard.toml` (module docstring)."""
+    parts = path.split("/")
+    if OWN_DIR in parts[:-1]:
+        return f"under {'/'.join(parts[:parts.index(OWN_DIR) + 1])}/ (repoguard's manifests are never examples)"
+    if parts[-1] == CONFIG_FILENAME:
+        return "repoguard's config (codenames and secret descriptions are never examples)"
+    return ""
+
+
 def _own_file(path: str, own: Sequence[str]) -> str:
-    """Why `path` is one of repoguard's own files ("" when it is not)."""
+    """Why `path` is one of repoguard's own files ("" when it is not): `own_path`, or one of
+    `own` (`private_paths`)."""
+    why = own_path(path)
+    if why:
+        return why
     for p in own:
         if p.endswith("/") and path.startswith(p):
             return f"under {p} (repoguard's manifest and output are never examples)"
@@ -428,7 +456,7 @@ def _merge(corpus: Corpus, result, seen: dict[str, int]) -> None:
         seen[digest] = len(corpus.examples)
         indices.append(len(corpus.examples))
         corpus.examples.append(Example(
-            id=f"{path}#{k}@{blob[:12]}", path=path, chunk=k, start_line=start_line, end_line=end_line,
+            id=f"{corpus.shown.get(path, path)}#{k}@{blob[:12]}", path=path, chunk=k, start_line=start_line, end_line=end_line,
             start_byte=start_byte, end_byte=end_byte, language=language,
             n_bytes=end_byte - start_byte, blob_sha=blob,
         ))

@@ -94,10 +94,23 @@ class AddedLine:
 
 @dataclass
 class Patch:
-    """Added lines of one commit (or of the staged change when `commit` is None)."""
+    """Added lines of one commit (or of the staged change when `commit` is None); `paths`: every
+    new-side path the patch names (a renamed or emptied file adds no line but has a name)."""
 
     commit: Commit | None
     added: list[AddedLine] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An object `git log -p` could not read (a partial mirror, a promisor clone, a deleted loose
+    object): the blob `sha`, the `commit` whose patch needed it and the `paths` naming it there.
+    That commit's other files were scanned; these were not."""
+
+    sha: str
+    commit: str
+    paths: tuple[str, ...]
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -280,26 +293,114 @@ class GitRepo:
 
     def iter_patches(
         self, rev: str = "HEAD", *, since: str | None = None, all_refs: bool = False,
-        max_line_chars: int = 100_000,
+        max_line_chars: int = 100_000, unreadable: list[Unreadable] | None = None,
     ) -> Iterator[Patch]:
-        """Stream the added lines of every commit (`git log -p -U0`), newest first, merges skipped.
+        """Stream the added lines of every commit (`git log -p -U0 --text`: binary files' lines
+        too), newest first, merges skipped; each commit's message is in `patch.commit.message`.
 
-        Lines longer than `max_line_chars` are cut (their head is kept) so a minified or
-        single-line 100 MB blob cannot exhaust memory. Binary diffs yield no lines.
+        `rev` may be a range (`v1.0..main`); `since` adds `since..rev`. Lines longer than
+        `max_line_chars` are cut (their head is kept) so a minified or single-line 100 MB blob
+        cannot exhaust memory. A binary file's lines are cut the same way.
+
+        An object git cannot read (`fatal: unable to read SHA`: a partial mirror, a promisor
+        clone) stops `git log`; with `unreadable` (a list the caller owns), the commit that needed
+        it is read again without the paths naming it, the stream resumes after that commit
+        (`--skip`, the same walk), and an `Unreadable` is appended for each such object. Without
+        it, or when the failing commit cannot be told, raises InputError as for any git failure.
         """
         if self.head is None and not all_refs:
             return
-        fmt = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI"]) + _UNIT
-        # -M: a pure rename adds no lines, so a moved secret is not reported as introduced again.
-        args = ["log", "-p", "-U0", "--no-color", "--no-merges", "--no-ext-diff", "-M",
-                f"--format={fmt}"]
-        args.append("--all" if all_refs else (f"{since}..{rev}" if since else rev))
-        proc = self._stream(*args)
-        assert proc.stdout is not None
-        try:
-            yield from _parse_patches(proc.stdout, max_line_chars=max_line_chars, with_header=True)
-        finally:
-            self._finish(proc, "log -p", self.root)
+        walk = ["--all"] if all_refs else [f"{since}..{rev}" if since else rev]
+        done = 0                                   # commits of the walk already yielded
+        while True:
+            proc = self._stream(*_patch_args(), "--no-merges", *(["--skip", str(done)] if done else []), *walk)
+            assert proc.stdout is not None and proc.stderr is not None
+            held: Patch | None = None              # yielded once the next header (or a clean end) shows it complete
+            try:
+                for patch in _parse_patches(proc.stdout, max_line_chars=max_line_chars, with_header=True):
+                    if held is not None:
+                        yield held
+                        done += 1
+                    held = patch
+            except BaseException:
+                proc.kill()
+                self._finish_quietly(proc)
+                raise
+            proc.stdout.close()
+            err = _decode(proc.stderr.read())
+            proc.stderr.close()
+            if proc.wait() == 0:
+                if held is not None:
+                    yield held
+                return
+            why = _git_error(err) or str(proc.returncode)
+            bad = _UNREADABLE.search(err)
+            if unreadable is None or bad is None:
+                raise InputError(f"{self.root}: git log -p failed ({why})")
+            commit, paths = self._needing(bad.group(1), walk, done, held)
+            if commit is None:
+                raise InputError(f"{self.root}: git log -p failed ({why}; no commit at that point "
+                                 "of the history names the object)")
+            if held is not None and held.commit is not None and held.commit.sha != commit:
+                yield held                         # complete: the failure came with the next commit
+                done += 1
+            patch = self._patch_without(commit, set(paths), max_line_chars, unreadable)
+            unreadable.append(Unreadable(bad.group(1), commit, tuple(sorted(paths))))
+            if patch is not None:
+                yield patch
+            done += 1
+
+    def _needing(self, sha: str, walk: list[str], done: int, held: Patch | None) -> tuple[str | None, list[str]]:
+        """(commit, paths) of the first commit from position `done` of the walk (the one whose
+        header was printed, then the next) whose tree change names blob `sha`."""
+        out = self._git("rev-list", "--no-merges", "--skip", str(done), "--max-count", "2", *walk, "--")
+        for c in [x for x in out.split("\n") if x]:
+            paths = self._paths_naming(c, sha)
+            if paths:
+                return c, paths
+        return None, []
+
+    def _paths_naming(self, commit: str, sha: str) -> list[str]:
+        """Paths whose old or new blob in `commit`'s change (against its first parent) is `sha`;
+        raw output reads no blob (no rename detection)."""
+        out = self._git("diff-tree", "-r", "-z", "--root", "--no-renames", "--no-abbrev", "--no-commit-id", commit)
+        toks = out.split("\0")
+        paths = []
+        for meta, path in zip(toks[0::2], toks[1::2]):
+            parts = meta.split(" ")
+            if len(parts) >= 4 and sha in (parts[2], parts[3]):
+                paths.append(path)
+        return paths
+
+    def _patch_without(self, commit: str, skip: set[str], max_line_chars: int,
+                       unreadable: list[Unreadable]) -> Patch | None:
+        """`commit`'s patch without the paths in `skip`; another unreadable blob there adds its
+        paths to `skip` (and an `Unreadable`) and the commit is read again."""
+        while True:
+            excl = [f":(exclude,literal){p}" for p in sorted(skip)]
+            # diff-tree --always: the commit's header even when nothing is left to diff (`git log
+            # -1 C -- PATHS` would walk on to an older commit touching PATHS)
+            proc = self._stream("diff-tree", "--always", "--root", *_patch_args()[1:], commit, "--", ".", *excl)
+            assert proc.stdout is not None and proc.stderr is not None
+            patches = list(_parse_patches(proc.stdout, max_line_chars=max_line_chars, with_header=True))
+            proc.stdout.close()
+            err = _decode(proc.stderr.read())
+            proc.stderr.close()
+            if proc.wait() == 0:
+                return patches[0] if patches else None
+            bad = _UNREADABLE.search(err)
+            more = self._paths_naming(commit, bad.group(1)) if bad else []
+            if not more or set(more) <= skip:
+                raise InputError(f"{self.root}: git log -p failed on commit {commit[:12]} ({_git_error(err)})")
+            unreadable.append(Unreadable(bad.group(1), commit, tuple(sorted(more))))
+            skip |= set(more)
+
+    @staticmethod
+    def _finish_quietly(proc: subprocess.Popen) -> None:
+        for s in (proc.stdout, proc.stderr):
+            if s is not None:
+                s.close()
+        proc.wait()
 
     # -- staging --------------------------------------------------------------------------------
     def staged_files(self) -> list[TrackedFile]:
@@ -317,7 +418,7 @@ class GitRepo:
     def staged_patch(self, *, max_line_chars: int = 100_000) -> Patch:
         """Added lines of the staged change (`git diff --cached -U0`)."""
         base = self.head or _EMPTY_TREE
-        proc = self._stream("diff", "--cached", "-U0", "--no-color", "--no-ext-diff",
+        proc = self._stream("diff", "--cached", "-U0", "--text", "--no-color", "--no-ext-diff",
                             "--no-renames", base)
         assert proc.stdout is not None
         try:
@@ -438,6 +539,26 @@ def read_inside(root: str | os.PathLike, rel: str, max_bytes: int | None = None,
         return fh.read() if max_bytes is None else fh.read(max_bytes + 1)
 
 
+# git's message for an object it cannot read (`git log -p` on a partial mirror).
+_UNREADABLE = re.compile(r"unable to read ([0-9a-f]{40,64})")
+_PATCH_FORMAT = _REC + _UNIT.join(["%H", "%P", "%an", "%ae", "%aI", "%cI", "%B"]) + "%x00"
+
+
+def _git_error(err: str) -> str:
+    """The line of git's stderr that says what went wrong: the first `fatal:`/`error:` line (a
+    bad revision is followed by a usage hint), else the last line."""
+    lines = [x.strip() for x in err.strip().split("\n") if x.strip()]
+    return next((x for x in lines if x.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
+
+
+def _patch_args() -> list[str]:
+    """`git log -p` arguments of `iter_patches` (before the revisions). The message (`%B`) ends
+    at a NUL, which no commit message holds; -M: a pure rename adds no lines, so a moved secret
+    is not reported as introduced again; --text: a file git deems binary (a NUL byte) still shows
+    its lines, which the scan reads over their printable runs (credentials.names)."""
+    return ["log", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "-M", f"--format={_PATCH_FORMAT}"]
+
+
 # -- parsers ------------------------------------------------------------------------------------
 def _read_records(stream: IO[bytes], chunk_size: int = 1 << 16) -> Iterator[str]:
     """Split a byte stream on the record separator; yields decoded records (without it)."""
@@ -502,32 +623,66 @@ def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool)
     path: str | None = None
     lineno = 0
     rec, unit = _REC.encode(), _UNIT.encode()
+    message: list[bytes] | None = None        # lines of the commit message being read (up to a NUL)
+    left = 0                                  # added lines still to come in the current hunk
     for raw in _iter_lines(stream, max_line_chars):
+        if message is not None:
+            body, nul, _ = raw.partition(b"\0")
+            message.append(body)
+            if nul:
+                current.commit = _with_message(current.commit, message)
+                message = None
+            continue
         if with_header and raw.startswith(rec):
             if have_any:
                 yield current
-            f = raw[1:].split(unit)
+            f = raw[1:].split(unit, 6)
             current = Patch(commit=Commit(
                 sha=_decode(f[0]), parents=tuple(_decode(f[1]).split()), author_name=_decode(f[2]),
                 author_email=_decode(f[3]), author_date=_decode(f[4]), committer_date=_decode(f[5]),
                 message="",
             ))
+            if len(f) > 6:                     # `%B` then NUL (`_PATCH_FORMAT`); older formats have none
+                body, nul, _ = f[6].partition(b"\0")
+                message = [body]
+                if nul:
+                    current.commit = _with_message(current.commit, message)
+                    message = None
             have_any = True
             path = None
+            left = 0
+            continue
+        if left > 0 and raw.startswith(b"+"):
+            # an added line, even one reading `++ x` (`+++ x` in the patch): the hunk header said
+            # how many follow, so it is not taken for the next file's header
+            if path is not None and lineno:
+                current.added.append(AddedLine(path=path, line=lineno, text=_decode(raw[1:])))
+                lineno += 1
+            left -= 1
             continue
         if raw.startswith(b"+++ "):
             target = raw[4:].rstrip(b"\t")  # git appends a TAB after names with spaces
             path = None if target == b"/dev/null" else _decode(_unquote(target)[2:])
+            if path is not None:
+                current.paths.append(path)
+            continue
+        if raw.startswith((b"rename to ", b"copy to ")):
+            current.paths.append(_decode(_unquote(raw.split(b" to ", 1)[1])))
             continue
         if raw.startswith(b"@@"):
             m = _HUNK.match(raw)
             lineno = int(m.group(1)) if m else 0
+            left = (1 if m.group(2) is None else int(m.group(2))) if m else 0
             continue
-        if raw.startswith(b"+") and path is not None and lineno:
-            current.added.append(AddedLine(path=path, line=lineno, text=_decode(raw[1:])))
-            lineno += 1
     if have_any:
         yield current
+
+
+def _with_message(commit: Commit | None, lines: list[bytes]) -> Commit | None:
+    if commit is None:
+        return None
+    import dataclasses
+    return dataclasses.replace(commit, message=_decode(b"\n".join(lines)).rstrip("\n"))
 
 
 def _unquote(b: bytes) -> bytes:

@@ -16,7 +16,12 @@ reviews and pastes — nothing is declared silently. Three kinds of candidates:
   a directory of the repository and whose mentions sit mostly in one cluster; ranked by share ×
   ln(1 + mentions), compounds of common words ("restapi") after coined ones.
 - **credential**: each distinct credential the scanner finds, with the prior p = 2^−bits, bits =
-  per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"].
+  per-character Shannon entropy × length [Shannon 1948; seed paper 002's "secrecy"]. Listed for
+  review only, never as a `[[secret]]` block: `analyze` already ties each credential to the
+  chunks holding it and training text is redacted, while a pasted block with the file as `paths`
+  would tie every example of the file and of its importers (a false positive on CSV column names
+  in moto's `iam/models.py` tied 242 examples). Its id is the secret id `analyze` gives it
+  (`credential:RULE:H12`), so two credentials in one file are two entries, not one listed twice.
 
 Candidates already covered by a declared secret are reported with `covered_by` and left out of
 the snippet.
@@ -330,7 +335,7 @@ def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
     from repoguard.analyzers import credentials
 
     by_secret: dict[str, list] = defaultdict(list)
-    for f in credentials.scan(repo, files, config):
+    for f in credentials.scan(repo, files, config, names=True):    # paths shown redacted
         by_secret[credentials.secret_id(f)].append(f)
     out = []
     for sid, fs in sorted(by_secret.items()):
@@ -339,12 +344,12 @@ def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
         p = max(2.0 ** -bits, 1e-300)
         r = config.defaults.r if p < config.defaults.r else min(0.999, p * 10)
         paths = sorted({x.path for x in fs})
+        # no `paths`: a credential is tied per chunk by `analyze`, never as a whole file (module doc)
         out.append(Candidate(
-            kind="credential", id=_slug(f"{f.rule_id}-{paths[0]}"), paths=paths, p=p, r=r,
+            kind="credential", id=sid, p=p, r=r,
             evidence=[f"{x.rule_id} credential {x.redacted} at {x.path}:{x.line}" for x in fs]
             + [f"~{bits:.0f} bits of entropy → p = 2^-{bits:.0f}"],
-            metrics={"bits": round(bits, 1), "rule": f.rule_id},
-            covered_by=_covered(config, paths)))
+            metrics={"bits": round(bits, 1), "rule": f.rule_id, "files": paths}))
     return out
 
 
@@ -367,10 +372,27 @@ def suggest(repo, config, *, kinds=("silo", "codename", "credential"),
         found["codename"] = codename_candidates(repo, config, files)
     if "credential" in kinds:
         found["credential"] = credential_candidates(repo, config, files)
+    found = {k: _distinct(cs) for k, cs in found.items()}
     omitted = {k: max(0, len(cs) - limits[k]) if limits else 0 for k, cs in found.items()}
     cands = [c for k, cs in found.items() for c in (cs[:limits[k]] if limits else cs)]
     return {"candidates": [asdict(c) for c in cands], "omitted": omitted,
             "toml": to_toml(cands, config, evidence_lines=1 if limits else None)}
+
+
+def _distinct(cands: list[Candidate]) -> list[Candidate]:
+    """`cands` without a repeat of an earlier one (same id, or same paths, owners and codenames:
+    pasting both would declare one secret twice), in order."""
+    seen: set = set()
+    out = []
+    for c in cands:
+        keys = {("id", c.id), ("what", tuple(c.paths), tuple(c.owners), tuple(c.codenames))}
+        if c.kind == "credential":
+            keys = {("id", c.id)}
+        if keys & seen:
+            continue
+        seen |= keys
+        out.append(c)
+    return out
 
 
 def _toml_list(xs: list[str]) -> str:
@@ -383,8 +405,9 @@ def to_toml(cands: list[Candidate], config, *, evidence_lines: int | None = None
     lines = ["# Candidate secrets proposed by `repoguard suggest`. Review each, then paste the ones",
              "# you agree with into repoguard.toml (nothing is declared until you do)."]
     taken = {s.id for s in config.secrets}
+    creds = [c for c in cands if c.kind == "credential"]
     for c in cands:
-        if c.covered_by:
+        if c.covered_by or c.kind == "credential":
             continue
         sid, n = c.id, 2
         while sid in taken:
@@ -404,4 +427,10 @@ def to_toml(cands: list[Candidate], config, *, evidence_lines: int | None = None
         if c.p is not None:
             lines.append(f"p = {c.p:.3g}")
             lines.append(f"r = {c.r:.3g}")
+    if creds:
+        lines += ["", "# Credentials found: nothing to paste. `analyze` ties each to the examples holding it",
+                  "# and training text is redacted; remove and rotate the real ones (`repoguard scan`)."]
+        for c in creds:
+            lines.append(f"#   {c.id}: {c.evidence[0]}")
+            lines += [f"#     {e}" for e in c.evidence[1:evidence_lines]]
     return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ from repoguard.analyzers import _files
 from repoguard.core.artefacts import atomic_write_text
 from repoguard.core.errors import InputError
 from repoguard.analyzers.incidence import Evidence
-from repoguard.source.corpus import MANIFEST, PRIVATE_PATHS
+from repoguard.source.corpus import MANIFEST, PRIVATE_PATHS, own_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -222,7 +222,7 @@ def tag(repo, config, out: Path, *, paths: Iterable[str] | None = None, all_file
 
 
 def _private(path: str) -> bool:
-    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in PRIVATE_PATHS)
+    return bool(own_path(path)) or any(path == p or (p.endswith("/") and path.startswith(p)) for p in PRIVATE_PATHS)
 
 
 def _norm(entry: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
