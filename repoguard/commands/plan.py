@@ -139,6 +139,10 @@ def _print(plan, summary) -> None:
                   f"{s.r:.3g}", f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
     if plan.secrets:
         con.print(t)
+    from repoguard.planning.retention import secret_lines
+
+    for line in secret_lines(summary.get("least_retained")):
+        con.print(line, markup=False, style="bold red" if "not trained on" in line else None)
     _print_directories(con, summary.get("retention"))
     from repoguard.accounting.exposures import print_lines
 

@@ -280,6 +280,7 @@ class plan:
         n = len(p.example_ids)
         return {"sigma": p.sigma, "batch_size": p.batch_size, "steps": p.steps, "c": p.c,
                 "sum_w": s["sum_w"], "retained_fraction": (s.get("retention") or {}).get("retained"),
+                "least_retained": s["least_retained"],
                 "positive_fraction": float((p.w > 0).mean()) if n else None,
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,
