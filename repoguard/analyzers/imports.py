@@ -52,6 +52,7 @@ RESOLVED_KEY = "resolved:v2"  # bump when resolution rules change: cached target
 # Prefix of extraction cache keys; bumped when what extraction reports changes (2: imports under
 # `if TYPE_CHECKING:` and TypeScript `import type` are no longer reported).
 EXTRACT_KEY = "x2:"
+USES_KEY = "u1:"   # + blob SHA → uses.to_json of the file: where it uses what it imports
 
 
 @dataclass
@@ -282,7 +283,7 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
     per chunk: the chunk holding each carrying import and those using the names it binds
     (import_ties), the whole file where those cannot be told."""
     from repoguard.analyzers import import_ties
-    from repoguard.analyzers.uses import import_uses
+    from repoguard.analyzers.uses import from_json, import_uses, to_json
 
     files = _files.corpus_files(corpus)
     secrets = [s for s in config.secrets if s.propagate.imports > 0 and s.paths]
@@ -320,7 +321,15 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
         return
     need = {p: files[p] for p, _, _ in todo}
     data = dict(_files.read_sources(repo, need))
-    uses = {p: import_uses(language_of(p), b) for p, b in data.items()}
+    uses = {}
+    for p, b in data.items():
+        key = USES_KEY + need[p] if (cache is not None and need[p]) else None
+        if key is not None and key in cache:
+            uses[p] = from_json(cache[key])
+            continue
+        uses[p] = import_uses(language_of(p), b)
+        if key is not None:
+            cache[key] = to_json(uses[p])
     for path, sid, carrying in todo:
         if carrying[0][1] is None or path not in data:
             target, _, _, chain, hops = carrying[0]

@@ -71,7 +71,15 @@ def _python(source: bytes) -> dict[UsesKey, ImportUse] | None:
         return None
     out: dict[UsesKey, ImportUse] = {}
     bound: dict[str, list[ImportUse]] = {}          # a name (dotted for `import a.b`) → its statements
-    for node in ast.walk(tree):
+    names: list[ast.Name] = []
+    attrs: list[ast.Attribute] = []
+    for node in ast.walk(tree):                     # one walk: ast.walk is most of the cost
+        if isinstance(node, ast.Name):
+            names.append(node)
+            continue
+        if isinstance(node, ast.Attribute):
+            attrs.append(node)
+            continue
         last = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -79,10 +87,10 @@ def _python(source: bytes) -> dict[UsesKey, ImportUse] | None:
                 out[(node.lineno, a.name, 0)] = u
                 bound.setdefault(u.names[0], []).append(u)
         elif isinstance(node, ast.ImportFrom):
-            names = None if any(a.name == "*" for a in node.names) else tuple(a.asname or a.name for a in node.names)
-            u = ImportUse(node.lineno, last, names)
+            took = None if any(a.name == "*" for a in node.names) else tuple(a.asname or a.name for a in node.names)
+            u = ImportUse(node.lineno, last, took)
             out[(node.lineno, node.module or "", node.level)] = u
-            for n in names or ():
+            for n in took or ():
                 bound.setdefault(n, []).append(u)
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
@@ -91,14 +99,14 @@ def _python(source: bytes) -> dict[UsesKey, ImportUse] | None:
             out.setdefault((node.lineno, v.lstrip("."), len(v) - len(v.lstrip("."))), ImportUse(node.lineno, last, None))
     if not bound:
         return out
-    dotted_prefixes = {n for n in bound if "." in n}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in bound:
+    for node in names:
+        if node.id in bound:
             _add(bound[node.id], node.id, node)
-        elif isinstance(node, ast.Attribute) and dotted_prefixes:
+    if any("." in n for n in bound):
+        for node in attrs:
             # `a.b.c.x` holds the chain `a.b.c` as its own Attribute node: that one is the use
             d = _dotted(node)
-            if d in dotted_prefixes:
+            if d is not None and "." in d and d in bound:
                 _add(bound[d], d, node)
     return out
 
@@ -237,3 +245,19 @@ def _pattern_names(node) -> tuple[str, ...] | None:
                 return None
         return tuple(out)
     return None
+
+
+def to_json(uses: dict[UsesKey, ImportUse] | None) -> list | None:
+    """`import_uses`'s answer as JSON-ready lists, for the analyzer cache (per blob SHA)."""
+    if uses is None:
+        return None
+    return [[k[0], k[1], k[2], u.first, u.last, None if u.names is None else list(u.names),
+             {n: [list(x) for x in s] for n, s in u.uses.items()}] for k, u in uses.items()]
+
+
+def from_json(rows: list | None) -> dict[UsesKey, ImportUse] | None:
+    """The inverse of `to_json`."""
+    if rows is None:
+        return None
+    return {(r[0], r[1], r[2]): ImportUse(r[3], r[4], None if r[5] is None else tuple(r[5]),
+                                          {n: [tuple(x) for x in s] for n, s in r[6].items()}) for r in rows}
