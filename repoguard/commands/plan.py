@@ -82,7 +82,9 @@ def _run(args, config, out) -> int:
                                    training=config.training, batch_size=batch, steps=steps)
     progress = None if (args.quiet or args.json) else CalibrationProgress()
     try:
-        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
+        from repoguard.planning.value import plan_values
+
+        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c, **plan_values(out, inc, pc.objective),
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
                           ledger_pairs=pairs, progress=progress, holdout=split, **floor)

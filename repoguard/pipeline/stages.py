@@ -261,7 +261,10 @@ class plan:
         prog = CalibrationProgress() if ctx.settings.show_progress else None
         from repoguard.source.split import split_from_config
         try:
+            from repoguard.planning.value import plan_values
+
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
+                           **plan_values(ctx.out, inc, ctx.config.plan.objective),
                            holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
         finally:
             if prog is not None:
