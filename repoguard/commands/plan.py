@@ -171,7 +171,8 @@ def _print(plan, summary) -> None:
                   f"split {h['digest'][:12]})")
     con.print(f"σ = {plan.sigma:.5g} ({plan.accountant}); the paper's KL accountant needs σ = "
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
-    con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
+    objective = "" if summary.get("objective", "examples") == "examples" else f", objective {summary['objective']}"
+    con.print(f"LP: {lp['solver']}{objective}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
               f"c = {plan.c:g}; plan written to {summary['plan_dir']}")
 
 

@@ -22,6 +22,7 @@ def plan_summary(plan, target) -> dict:
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
         "least_retained": least_retained(plan.extra.get("retention")),
+        "objective": plan.extra.get("objective", "examples"),
         "exposures": plan.extra.get("exposures", []),
         "insecure_runs": insecure,
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,
