@@ -19,6 +19,10 @@ of one crate even without `mod` edges, 970 with them), and collapsing it would p
 one hop from any secret one member imports (ruff's parser crate: 746 files at depth 1 instead of
 84). Its files keep their own hop counts. Hops: 1 = direct importers.
 
+An importer is tied per chunk (import_ties): where it imports and where it uses the names the
+import binds (uses.py), not wholly, as codename and credential ties are; imports that never run
+(`if TYPE_CHECKING:`, TypeScript `import type`) are not extracted at all, so they are no edge.
+
 Extraction (imports_lang) is cached by blob SHA: `cache` maps EXTRACT_KEY + SHA → [java package, [raw imports]],
 so a re-run parses only changed files. Resolution is cached too, under the single key
 `RESOLVED_KEY`: {"digest": …, "files": {"path\0SHA": [[targets] per import]}}. A resolution

@@ -15,6 +15,10 @@ the file asks for, with the 1-based line of the statement:
     rust        `use` trees expanded to one path each (`use a::{b, c::d as e}` → a::b, a::c::d),
                 `mod x;` declarations (bodies `mod x { … }` are not files)
 
+Imports that never execute are not reported: Python imports in the body of `if TYPE_CHECKING:` /
+`if typing.TYPE_CHECKING:` (their `else:` runs and is kept), TypeScript `import type …`,
+`export type … from` and `import { type A, type B } from` (every specifier type-only).
+
 Uses the tree-sitter 0.21 API (`Language.query`, `Query.captures`) through
 `tree_sitter_languages`; queries are compiled on first use per language and kept.
 """
