@@ -184,3 +184,29 @@ def test_explain_names_the_names_that_tied_each_chunk(make_repo, tmp_path):
     use = next(e for e in sec["evidence"] if "uses run_machine" in e["reason"])
     [chunk] = use["chunks"]
     assert chunk["lines"][0] <= 1506 <= chunk["lines"][1]
+
+
+def test_java_and_go_importers_tied_where_they_use_the_names(make_repo, tmp_path):
+    """Java binds the imported class's simple name, Go the package's last path element (or its
+    alias); an importer is tied where it imports and uses them. A Go import the file never uses
+    under the guessed name (a package named unlike its folder) keeps the whole file tied."""
+    java = "".join(f"    int m{i}(int x) {{\n        int y = x * {i} + {i * 3};\n        return y + {i % 7};\n    }}\n\n"
+                   for i in range(300)).replace("int y = x * 250 ", "int y = Engine.run(x) * 250 ")
+    go = "".join(f"func F{i}(x int) int {{\n\ty := x*{i} + {i * 3}\n\treturn y + {i % 7}\n}}\n\n"
+                 for i in range(400)).replace("y := x*350 ", "y := engine.Run(x)*350 ")
+    inc, tied, rows, holding = _analyze(make_repo, tmp_path, {
+        "sfn/src/main/java/com/acme/sfn/Engine.java":
+            "package com.acme.sfn;\n\npublic class Engine {\n    public static int run(int x) { return x; }\n}\n",
+        "app/src/main/java/com/acme/app/Big.java":
+            "package com.acme.app;\n\nimport com.acme.sfn.Engine;\n\npublic class Big {\n" + java + "}\n",
+        "go.mod": "module example.com/mono\n\ngo 1.21\n",
+        "sfn/engine/engine.go": "package engine\n\nfunc Run(x int) int { return x }\n",
+        "sfn/odd/odd.go": "package strange\n\nfunc Run(x int) int { return x }\n",
+        "app/big.go": 'package app\n\nimport "example.com/mono/sfn/engine"\n\n' + go,
+        "app/odd.go": 'package app\n\nimport "example.com/mono/sfn/odd"\n\n' + go.replace("engine.Run", "strange.Run").replace("func F", "func G")})
+    for path, needles in (("app/src/main/java/com/acme/app/Big.java", ("import com.acme.sfn", "Engine.run(x)")),
+                          ("app/big.go", ('import "example.com', "engine.Run(x)"))):
+        mine = [i for i in rows(path) if i in tied]
+        assert len(rows(path)) >= 5, path
+        assert mine == holding(path, *needles) and len(mine) == 2, path
+    assert len(rows("app/odd.go")) >= 5 and set(rows("app/odd.go")) <= tied

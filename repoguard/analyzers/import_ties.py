@@ -9,8 +9,9 @@ same chunks becomes one evidence row with their byte span (incidence.tied_rows r
 reason naming the import and the names used there: "imports moto/sfn/models.py at line 5 (from
 moto.sfn.models import sfn_backends); uses sfn_backends at lines 40, 52".
 
-The whole file stays tied (one row, no span) when the file's language is not read by `uses`, the
-file does not parse, or an import binds names nobody can list (`from x import *`, a dynamic import).
+The whole file stays tied (one row, no span) when the file's language is not read by `uses` (C and
+C++ includes, Rust `use`), the file does not parse, or an import binds names nobody can list
+(`from x import *`, a Java wildcard, a dynamic import, a Go import unused under its guessed name).
 Files under a secret's declared paths are `declared`'s, tied whole.
 """
 from __future__ import annotations

@@ -17,12 +17,18 @@ What binds what:
                 nothing (it is erased at compile time). `import "s"` and `export … from "s"` bind
                 nothing: only their own line carries. A bare `require("s")` or `import("s")`
                 binds what nobody can list (None).
+    java        `import a.b.C;` binds `C`, `import static a.b.C.m;` binds `m`; a wildcard binds
+                what nobody can list (None).
+    go          `import "x/y/pkg"` binds `pkg` (a trailing `/vN` or `.vN` dropped), `import p "…"`
+                binds `p`, `_` binds nothing; `.` is None. Go refuses an unused import, so a Go
+                import none of whose names is used means the guessed package name is wrong: None.
 A use is any identifier with a bound name outside import statements (Python: `ast.Name` and
 dotted `ast.Attribute` chains; JS/TS: identifier, type_identifier and shorthand property nodes).
 """
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -46,6 +52,8 @@ def import_uses(language: str | None, source: bytes) -> dict[UsesKey, ImportUse]
         return _python(source)
     if language in ("javascript", "typescript", "tsx"):
         return _js(language, source)
+    if language in ("java", "go"):
+        return _java_go(language, source)
     return None
 
 
@@ -261,3 +269,74 @@ def from_json(rows: list | None) -> dict[UsesKey, ImportUse] | None:
         return None
     return {(r[0], r[1], r[2]): ImportUse(r[3], r[4], None if r[5] is None else tuple(r[5]),
                                           {n: [tuple(x) for x in s] for n, s in r[6].items()}) for r in rows}
+
+
+# -- java / go --------------------------------------------------------------------------------------
+_GO_VERSION = re.compile(r"^v[0-9]+$")
+
+
+def _go_name(path: str) -> str:
+    """The package name Go gives `import "path"` by default (its last element, not a version)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) > 1 and _GO_VERSION.match(parts[-1]):
+        parts.pop()
+    last = parts[-1] if parts else path
+    return re.sub(r"\.v[0-9]+$", "", last).replace("-", "_")
+
+
+def _java_go(language: str, source: bytes) -> dict[UsesKey, ImportUse]:
+    from repoguard.analyzers.imports_lang import _JAVA_IMPORT, _parser_and_query
+
+    parser, _ = _parser_and_query(language)
+    tree = parser.parse(source)
+    out: dict[UsesKey, ImportUse] = {}
+    bound: dict[str, list[ImportUse]] = {}
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "import_declaration" and language == "java":
+            text = re.sub(r"//[^\n]*|/\*.*?\*/", "", node.text.decode("utf-8", errors="replace"), flags=re.S)
+            m = _JAVA_IMPORT.match(text)
+            if m:
+                target = re.sub(r"\s+", "", m.group(2))
+                names = None if m.group(3) else (target.rsplit(".", 1)[-1],)
+                u = ImportUse(node.start_point[0] + 1, node.end_point[0] + 1, names)
+                out[(node.start_point[0] + 1, target, 0)] = u
+                for n in names or ():
+                    bound.setdefault(n, []).append(u)
+            continue
+        if node.type == "import_spec" and language == "go":
+            src = node.child_by_field_name("path")
+            value = _string(src) if src is not None else None
+            if value:
+                alias = node.child_by_field_name("name")
+                if alias is None:
+                    names = (_go_name(value),)
+                elif alias.type == "package_identifier":
+                    names = (alias.text.decode(),)
+                elif alias.type == "blank_identifier":
+                    names = ()
+                else:                                   # `.`: every exported name, unlisted
+                    names = None
+                u = ImportUse(node.start_point[0] + 1, node.end_point[0] + 1, names)
+                out[(src.start_point[0] + 1, value, 0)] = u
+                for n in names or ():
+                    bound.setdefault(n, []).append(u)
+            continue
+        stack.extend(node.children)
+    if bound:
+        stack = [tree.root_node]
+        while stack:
+            node = stack.pop()
+            if node.type in ("import_declaration", "import_spec"):
+                continue
+            if node.type in ("identifier", "type_identifier", "package_identifier"):
+                name = node.text.decode("utf-8", errors="replace")
+                if name in bound:
+                    _add_ts(bound[name], name, node)
+            stack.extend(node.children)
+    if language == "go":
+        for u in out.values():
+            if u.names and not u.uses:
+                u.names = None                          # unused in Go: our package name is wrong
+    return out
