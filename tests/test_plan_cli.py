@@ -196,3 +196,25 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
 
     with pytest.raises(PolicyError, match=r"1 earlier run\(s\) recorded no floor account .*ρ = 1"):
         build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, floor_legacy=((old.sigma, 300),))
+
+
+@pytest.mark.slow
+def test_plan_says_in_words_when_a_declared_secret_is_not_trained_on(tmp_path, capsys):
+    """Issue 44 item 5: a declared secret tying most of the corpus keeps almost none of its weight
+    at the floor's σ; `plan` says so in words, and `--json` carries the same rows."""
+    files = {f"src/f{i}.py": [2 * i, 2 * i + 1] for i in range(100)}
+    ids = [f"src/f{i // 2}.py#{i % 2}@{i:04x}" for i in range(200)]
+    secrets = [Secret("wide", "declared", 1e-10, 1e-3), Secret("narrow", "declared", 1e-10, 1e-3)]
+    ev = [Evidence(f"src/f{i}.py", "wide", "declared", "test") for i in range(90)]
+    ev += [Evidence("src/f95.py", "narrow", "declared", "test")]
+    out = tmp_path / "out"
+    save_incidence(build_incidence(ids, files, secrets, ev), out)
+    args = ["plan", str(tmp_path), "--out", str(out), "--batch-size", "16", "--steps", "20", "--c", "1"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    doc = json.loads((out / "plan" / "plan.json").read_text())
+    wide = next(r for r in doc["extra"]["retention"]["per_secret"] if r["secret"] == "wide")
+    assert wide["retained"] < 0.01, wide                       # the premise: the LP drops it
+    assert f"wide: {100 * wide['retained']:.1f} % of {wide['examples']} examples kept — not trained on" in text
+    assert main(args + ["--json"]) == 0
+    assert "wide" in json.loads(capsys.readouterr().out)["least_retained"]["dropped"]

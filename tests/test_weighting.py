@@ -76,3 +76,35 @@ def test_bad_arguments():
         solve_weights(m, caps[:-1], 1.0)
     with pytest.raises(ValueError):
         solve_weights(m, caps, 0.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("solver", ["glop", "pdlp"])
+def test_valued_objective_matches_highs_and_keeps_the_constraints(seed, solver):
+    """Issue 44 item 3: with `value`, the LP maximises Σ v·w under the same constraints (HiGHS
+    agrees on the optimum), and spends a secret's budget on its most valuable examples."""
+    m, caps = _random_incidence(seed)
+    v = np.random.default_rng(100 + seed).uniform(0.1, 3.0, m.shape[0])
+    tied = np.asarray(m.getnnz(axis=1) > 0)
+    a = sp.csr_matrix(m, dtype=float)[tied].T
+    res = linprog(-v[tied], A_ub=a, b_ub=caps, bounds=(0, 1), method="highs")
+    got = solve_weights(m, caps, 1.0, solver=solver, tolerance=1e-8, value=v)
+    assert np.all(m.T.astype(float) @ got.w <= caps * (1 + 1e-9) + 1e-12)
+    assert float(v[tied] @ got.w[tied]) == pytest.approx(-res.fun, rel=1e-5 if solver == "pdlp" else 1e-9)
+    two = sp.csr_matrix(np.array([[1], [1], [0]], dtype=bool))        # one secret, budget for one example
+    w = solve_weights(two, np.array([1.0]), 1.0, solver="glop", value=np.array([1.0, 4.0, 1.0])).w
+    assert w.tolist() == [0.0, 1.0, 1.0]
+
+
+def test_code_tokens_values_count_prose_a_quarter():
+    from types import SimpleNamespace as NS
+
+    from repoguard.planning.value import example_values
+
+    ex = [NS(id="a.py#0", n_bytes=4000, language="python"), NS(id="README.md#0", n_bytes=4000, language="markdown"),
+          NS(id="b.py#0", n_bytes=1000, language="python")]
+    assert example_values(ex, ["a.py#0"], "examples") is None
+    v = example_values(ex, ["a.py#0", "README.md#0", "b.py#0"], "code-tokens")
+    assert v.mean() == pytest.approx(1.0) and v[0] == pytest.approx(4 * v[1]) == pytest.approx(4 * v[2])
+    with pytest.raises(ValueError):
+        example_values(ex, ["gone.py#0"], "code-tokens")

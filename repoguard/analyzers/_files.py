@@ -130,3 +130,15 @@ def matching_pattern(secret: SecretConfig, path: str) -> str | None:
         if _spec((pattern,)).match_file(path):
             hit = pattern
     return hit
+
+
+def own_chunks(corpus, path: str) -> list[tuple[int, int]]:
+    """Byte ranges [start, end) of the examples cut from `path` itself (not those deduplicated
+    from another file, which the incidence ties whatever the span); [] for a `FileSet`."""
+    examples = getattr(corpus, "examples", [])
+    out = []
+    for i in getattr(corpus, "file_examples", {}).get(path, ()):
+        ex = examples[i]
+        if ex.path == path:
+            out.append((ex.start_byte, ex.end_byte))
+    return out

@@ -288,16 +288,7 @@ def _file_hits(matcher: Matcher, path: str, data: bytes) -> list[tuple[str, str,
     return sorted((sid, name, first, *line_bytes(first, last)) for sid, name, first, last in found)
 
 
-def _own_chunks(corpus, path: str) -> list[tuple[int, int]]:
-    """Byte ranges [start, end) of the examples cut from `path` itself (not those deduplicated
-    from another file, which the incidence ties whatever the span); [] for a `FileSet`."""
-    examples = getattr(corpus, "examples", [])
-    out = []
-    for i in getattr(corpus, "file_examples", {}).get(path, ()):
-        ex = examples[i]
-        if ex.path == path:
-            out.append((ex.start_byte, ex.end_byte))
-    return out
+_own_chunks = _files.own_chunks   # shared with imports (import_ties)
 
 
 def _line_list(lines: list[int]) -> str:

@@ -15,8 +15,18 @@ from repoguard.core.errors import InputError
 from repoguard.analyzers.incidence import Evidence, Incidence
 
 
-def _ev(e: Evidence) -> dict:
-    return {"analyzer": e.analyzer, "reason": e.reason, "chain": list(e.chain)}
+def _ev(e: Evidence, corpus=None) -> dict:
+    """One evidence row; with `corpus`, a row narrowed to some chunks (a byte span: a credential,
+    a codename mention, an import and the uses of its names) lists them as "chunks": [{"id",
+    "lines": [first, last]}], so the reader sees which names tied which chunk."""
+    out = {"analyzer": e.analyzer, "reason": e.reason, "chain": list(e.chain)}
+    if corpus is not None and e.span is not None:
+        from repoguard.analyzers.incidence import tied_rows
+
+        ex = corpus.examples
+        out["chunks"] = [{"id": ex[i].id, "lines": [ex[i].start_line, ex[i].end_line]}
+                         for i in tied_rows(e, corpus.file_examples, ex)]
+    return out
 
 
 _NUMBER = re.compile(r"(\d+)")
@@ -35,15 +45,17 @@ def _order(rows: list[Evidence]) -> list[Evidence]:
     return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), natural_key(e.reason)))
 
 
-def secrets_of(inc: Incidence, path: str) -> dict:
-    """The secrets tied to `path` (repo-relative POSIX), each with its evidence; [] when none."""
+def secrets_of(inc: Incidence, path: str, corpus=None) -> dict:
+    """The secrets tied to `path` (repo-relative POSIX), each with its evidence; [] when none.
+    `corpus` (source.corpus.Corpus of the same analysis), when given, adds each narrowed row's
+    chunks (`_ev`)."""
     by_secret: dict[str, list[Evidence]] = defaultdict(list)
     for e in inc.evidence:
         if e.path == path:
             by_secret[e.secret_id].append(e)
     order = [s.id for s in inc.secrets]
     return {"path": path, "secrets": [
-        {"secret": sid, "evidence": [_ev(e) for e in _order(by_secret[sid])]}
+        {"secret": sid, "evidence": [_ev(e, corpus) for e in _order(by_secret[sid])]}
         for sid in order if sid in by_secret]}
 
 
@@ -127,6 +139,9 @@ def render_file(answer: dict) -> str:
             lines.append(f"    {e['analyzer']:<11} {e['reason']}")
             if len(e["chain"]) > 2:
                 lines.append(f"    {'':<11} chain: {' → '.join(e['chain'])}")
+            if e.get("chunks"):
+                lines.append(f"    {'':<11} ties only: " + ", ".join(
+                    f"{c['id']} (lines {c['lines'][0]}–{c['lines'][1]})" for c in e["chunks"]))
     return "\n".join(lines)
 
 

@@ -19,7 +19,11 @@ of one crate even without `mod` edges, 970 with them), and collapsing it would p
 one hop from any secret one member imports (ruff's parser crate: 746 files at depth 1 instead of
 84). Its files keep their own hop counts. Hops: 1 = direct importers.
 
-Extraction (imports_lang) is cached by blob SHA: `cache` maps SHA → [java package, [raw imports]],
+An importer is tied per chunk (import_ties): where it imports and where it uses the names the
+import binds (uses.py), not wholly, as codename and credential ties are; imports that never run
+(`if TYPE_CHECKING:`, TypeScript `import type`) are not extracted at all, so they are no edge.
+
+Extraction (imports_lang) is cached by blob SHA: `cache` maps EXTRACT_KEY + SHA → [java package, [raw imports]],
 so a re-run parses only changed files. Resolution is cached too, under the single key
 `RESOLVED_KEY`: {"digest": …, "files": {"path\0SHA": [[targets] per import]}}. A resolution
 depends on the importer's path and imports and on the resolver's inputs (every path, the project
@@ -48,7 +52,11 @@ from repoguard.core.progress import progress
 log = logging.getLogger(__name__)
 NAME = "imports"
 MAX_CYCLE = 8  # strongly connected components up to this many files collapse (module doc)
-RESOLVED_KEY = "resolved:v1"  # bump when resolution rules change: cached targets go stale
+RESOLVED_KEY = "resolved:v2"  # bump when resolution rules change: cached targets go stale
+# Prefix of extraction cache keys; bumped when what extraction reports changes (2: imports under
+# `if TYPE_CHECKING:` and TypeScript `import type` are no longer reported).
+EXTRACT_KEY = "x2:"
+USES_KEY = "u1:"   # + blob SHA → uses.to_json of the file: where it uses what it imports
 
 
 @dataclass
@@ -60,6 +68,9 @@ class ImportGraph:
     external: int = 0
     resolved: int = 0
     per_language: dict[str, int] = field(default_factory=dict)
+    # path → [(import as written, the files it resolved to)], in the file's order: which of a
+    # file's imports carry a secret decides which of its chunks do (analyze)
+    imports: dict[str, list[tuple[RawImport, list[str]]]] = field(default_factory=dict)
     _flow: tuple | None = field(default=None, repr=False, compare=False)
 
     def flow(self) -> tuple[nx.DiGraph, nx.DiGraph, dict[str, int]]:
@@ -117,7 +128,7 @@ def extract_imports(repo, files: dict[str, str], *, cache: MutableMapping | None
     out: dict[str, tuple[str, list[RawImport]]] = {}
     todo: dict[str, str] = {}
     for p, sha in wanted.items():
-        hit = cache.get(sha) if (cache is not None and sha) else None
+        hit = cache.get(EXTRACT_KEY + sha) if (cache is not None and sha) else None
         if hit is not None:
             out[p] = (hit[0], [RawImport(l, k, t, lv, tuple(n)) for l, k, t, lv, n in hit[1]])
         else:
@@ -127,7 +138,7 @@ def extract_imports(repo, files: dict[str, str], *, cache: MutableMapping | None
             ex = extract(language_of(path), data)
             out[path] = (ex.package, ex.imports)
             if cache is not None and todo.get(path):
-                cache[todo[path]] = [ex.package, [list(r[:4]) + [list(r.names)] for r in ex.imports]]
+                cache[EXTRACT_KEY + todo[path]] = [ex.package, [list(r[:4]) + [list(r.names)] for r in ex.imports]]
             advance()
     return out
 
@@ -157,6 +168,7 @@ def build_graph(repo, files: dict[str, str], *, cache: MutableMapping | None = N
             per_import = [resolver.resolve(path, lang, raw) for raw in raws]
         if files.get(path):
             resolved[key] = per_import
+        ig.imports[path] = [(raw, list(t)) for raw, t in zip(raws, per_import) if t]
         for raw, targets in zip(raws, per_import):
             if not targets:
                 ig.external += 1
@@ -271,16 +283,61 @@ def reason(ig: ImportGraph, hops: int, chain: list[str]) -> str:
 
 def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
             graph: ImportGraph | None = None) -> Iterator[Evidence]:
-    """Evidence for every corpus file importing a secret's files within `propagate.imports` hops."""
+    """Evidence for every corpus file importing a secret's files within `propagate.imports` hops,
+    per chunk: the chunk holding each carrying import and those using the names it binds
+    (import_ties), the whole file where those cannot be told."""
+    from repoguard.analyzers import import_ties
+    from repoguard.analyzers.uses import from_json, import_uses, to_json
+
     files = _files.corpus_files(corpus)
     secrets = [s for s in config.secrets if s.propagate.imports > 0 and s.paths]
     if not secrets:
         return
     ig = graph or build_graph(repo, files, cache=cache)
     universe = set(ig.graph.nodes)
+    _, _, comp = ig.flow()
+    todo: list[tuple[str, str, list]] = []         # (path, secret id, carrying imports)
     for secret in secrets:
+        depth = secret.propagate.imports
         seeds = _files.secret_files(secret, universe)
-        for path, (hops, chain) in sorted(carriers(ig, seeds, secret.propagate.imports).items()):
+        found = carriers(ig, seeds, depth)
+        hop = {s: 0 for s in seeds if s in universe}
+        chain_of = {s: [s] for s in hop}
+        for p, (h, c) in found.items():
+            hop[p], chain_of[p] = h, c
+        for path, (hops, chain) in sorted(found.items()):
             if path not in files:
                 continue
-            yield Evidence(path, secret.id, NAME, reason(ig, hops, chain), tuple(chain))
+            lang = language_of(path)
+            carrying, seen = [], set()
+            for raw, targets in ig.imports.get(path, ()):
+                if lang == "rust" and raw.kind == "mod":
+                    continue                       # a module declaration carries nothing (module doc)
+                for t in targets:
+                    if t != path and t in hop and (hop[t] + 1 <= depth or comp.get(t) == comp.get(path)) \
+                            and raw not in seen:
+                        seen.add(raw)
+                        carrying.append((t, raw, _spec(lang, raw), [path] + chain_of[t], hops))
+            if not carrying:                       # reached through a cycle only: the old whole-file row
+                carrying = [(chain[1], None, "", chain, hops)]
+            todo.append((path, secret.id, carrying))
+    if not todo:
+        return
+    need = {p: files[p] for p, _, _ in todo}
+    data = dict(_files.read_sources(repo, need))
+    uses = {}
+    for p, b in data.items():
+        key = USES_KEY + need[p] if (cache is not None and need[p]) else None
+        if key is not None and key in cache:
+            uses[p] = from_json(cache[key])
+            continue
+        uses[p] = import_uses(language_of(p), b)
+        if key is not None:
+            cache[key] = to_json(uses[p])
+    for path, sid, carrying in todo:
+        if carrying[0][1] is None or path not in data:
+            target, _, _, chain, hops = carrying[0]
+            yield Evidence(path, sid, NAME, reason(ig, hops, chain), tuple(chain))
+            continue
+        yield from import_ties.chunk_rows(path, sid, carrying, uses[path], data[path],
+                                          _files.own_chunks(corpus, path))

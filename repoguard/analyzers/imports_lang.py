@@ -15,6 +15,10 @@ the file asks for, with the 1-based line of the statement:
     rust        `use` trees expanded to one path each (`use a::{b, c::d as e}` → a::b, a::c::d),
                 `mod x;` declarations (bodies `mod x { … }` are not files)
 
+Imports that never execute are not reported: Python imports in the body of `if TYPE_CHECKING:` /
+`if typing.TYPE_CHECKING:` (their `else:` runs and is kept), TypeScript `import type …`,
+`export type … from` and `import { type A, type B } from` (every specifier type-only).
+
 Uses the tree-sitter 0.21 API (`Language.query`, `Query.captures`) through
 `tree_sitter_languages`; queries are compiled on first use per language and kept.
 """
@@ -148,7 +152,13 @@ def _python_ast(source: bytes) -> list[RawImport] | None:
     except (SyntaxError, ValueError):
         return None
     out = []
+    skip: set[int] = set()     # nodes in an `if TYPE_CHECKING:` body (never executed)
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _type_checking_test(ast.unparse(node.test)):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [RawImport(node.lineno, "import", a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -166,10 +176,33 @@ def _python_ast(source: bytes) -> list[RawImport] | None:
 
 
 # -- per language ---------------------------------------------------------------------------------
+def _type_checking_test(text: str) -> bool:
+    """`TYPE_CHECKING`, `typing.TYPE_CHECKING`, `t.TYPE_CHECKING`: a condition true only for a type
+    checker, so what its block imports never runs."""
+    text = "".join(text.split())
+    return text == "TYPE_CHECKING" or text.endswith(".TYPE_CHECKING")
+
+
+def _under_type_checking(node) -> bool:
+    """True when `node` lies in the body of an `if TYPE_CHECKING:` (or `elif`) — not its `else`."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("if_statement", "elif_clause"):
+            cond = parent.child_by_field_name("condition")
+            body = parent.child_by_field_name("consequence")
+            if cond is not None and body is not None and child == body and _type_checking_test(_text(cond)):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
 def _python(captures, out: Extracted) -> None:
     pending_fn = None
     for node, name in captures:
         line = node.start_point[0] + 1
+        if name != "arg" and _under_type_checking(node):
+            pending_fn = None
+            continue   # imports for a type checker never execute: they tie nothing (issue 44)
         if name == "import":
             for child in node.children_by_field_name("name"):
                 mod = child.child_by_field_name("name") if child.type == "aliased_import" else child
@@ -215,9 +248,25 @@ def _js(captures, out: Extracted) -> None:
             continue
         if name == "src":
             value = _string_value(node)
+            if value and node.parent is not None and _type_only(node.parent):
+                continue   # `import type …`: erased at compile time, it ties nothing (issue 44)
             if value:
                 kind = "dynamic" if node.parent is not None and node.parent.type == "arguments" else "static"
                 out.imports.append(RawImport(line, kind, value))
+
+
+def _type_only(stmt) -> bool:
+    """`import type {A} from`, `export type {A} from`, or `import {type A, type B} from`: an
+    import TypeScript erases, so it never runs."""
+    if stmt.type not in ("import_statement", "export_statement"):
+        return False
+    if any(c.type == "type" for c in stmt.children):
+        return True
+    clause = next((c for c in stmt.children if c.type == "import_clause"), None)
+    if clause is None or len(clause.named_children) != 1 or clause.named_children[0].type != "named_imports":
+        return False
+    specs = [c for c in clause.named_children[0].named_children if c.type == "import_specifier"]
+    return bool(specs) and all(any(x.type == "type" for x in c.children) for c in specs)
 
 
 _JAVA_IMPORT = re.compile(r"^import\s+(static\s+)?([\w.\s]+?)(\s*\.\s*\*)?\s*;", re.S)

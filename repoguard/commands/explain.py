@@ -47,7 +47,9 @@ def run(args) -> int:
     else:
         path = explain.relative_path(repo.root, args.file)
         explain.check_in_corpus(out, repo, path)
-        answer = explain.secrets_of(inc, path)
+        from repoguard.source.corpus import load_corpus
+
+        answer = explain.secrets_of(inc, path, load_corpus(out, repo.root))
         text = explain.render_file(answer)
     if args.json:
         print_json(answer)

@@ -82,7 +82,9 @@ def _run(args, config, out) -> int:
                                    training=config.training, batch_size=batch, steps=steps)
     progress = None if (args.quiet or args.json) else CalibrationProgress()
     try:
-        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
+        from repoguard.planning.value import plan_values
+
+        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c, **plan_values(out, inc, pc.objective),
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
                           adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
                           ledger_pairs=pairs, progress=progress, holdout=split, **floor)
@@ -139,6 +141,10 @@ def _print(plan, summary) -> None:
                   f"{s.r:.3g}", f"{s.achieved_bound:.3g}", s.binding, f"{s.kl_spent:.3g}")
     if plan.secrets:
         con.print(t)
+    from repoguard.planning.retention import secret_lines
+
+    for line in secret_lines(summary.get("least_retained")):
+        con.print(line, markup=False, style="bold red" if "not trained on" in line else None)
     _print_directories(con, summary.get("retention"))
     from repoguard.accounting.exposures import print_lines
 
@@ -165,7 +171,8 @@ def _print(plan, summary) -> None:
                   f"split {h['digest'][:12]})")
     con.print(f"σ = {plan.sigma:.5g} ({plan.accountant}); the paper's KL accountant needs σ = "
               f"{kl:.5g} ({ratio:.3g}×)" if kl and ratio else f"σ = {plan.sigma:.5g} ({plan.accountant})")
-    con.print(f"LP: {lp['solver']}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
+    objective = "" if summary.get("objective", "examples") == "examples" else f", objective {summary['objective']}"
+    con.print(f"LP: {lp['solver']}{objective}, {lp['iterations']} iterations, gap {lp['gap']}, Σw = {summary['sum_w']:.5g}, "
               f"c = {plan.c:g}; plan written to {summary['plan_dir']}")
 
 

@@ -128,6 +128,7 @@ def _print(s: dict, con) -> None:
     from rich.table import Table
 
     from repoguard.pipeline.stages import NO_SECRETS
+    from repoguard.planning.retention import secret_lines
 
     def num(x, fmt=".4g"):
         return "—" if x is None else format(x, fmt)
@@ -141,6 +142,7 @@ def _print(s: dict, con) -> None:
         ("files / examples", f"{num(s['files'], 'd')} / {num(s['examples'], 'd')}"),
         ("secrets / incidences", f"{num(s['secrets'], 'd')} / {num(s['incidences'], 'd')}"),
         ("retained fraction Σw/n", num(s["retained_fraction"], ".3f")),
+        *([("least retained declared secrets", "\n".join(lines))] if (lines := secret_lines(s.get("least_retained"))) else []),
         ("noise multiplier σ", f"{num(s['sigma'])} (B = {num(s['batch_size'], 'g')}, T = {num(s['steps'], 'd')})"),
         ("achieved/target bound", f"{num(s['bound_ratio_min'], '.3g')} … {num(s['bound_ratio_max'], '.3g')}"
                                   f" (tightest: {s['binding_secret']})" if s["bound_ratio_max"] is not None

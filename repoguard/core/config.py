@@ -191,6 +191,9 @@ class PlanConfig:
     holdout_fraction: float = 0.05       # share of files held out for evaluation (0 = none)
     holdout_min_files: int = 8           # at least this many (≤ a quarter of the files)
     holdout_salt: str = "repoguard-holdout-v1"
+    # LP objective (planning.value): "examples" maximises Σw (Hush eq. 1), "code-tokens" Σ v·w with
+    # v an example's code tokens (prose and data files count a quarter)
+    objective: str = "examples"
 
 
 @dataclass(frozen=True)
@@ -479,6 +482,7 @@ class _Validator:
                 self.fail(f"{name}.{k}", f"must be > 0, not {getattr(s, k)!r}", table=name, key=k)
         choices = {
             ("plan", "cap"): ("kl", "gdp"),
+            ("plan", "objective"): ("examples", "code-tokens"),
             ("plan", "accountant"): ("best", "kl", "renyi"),
             ("plan", "adjacency"): ("zero-out", "replace"),
             ("training", "precision"): ("auto", "fp32", "bf16"),

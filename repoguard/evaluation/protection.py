@@ -170,7 +170,8 @@ def arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsho
         if name in TWO_PHASE_ARMS:
             p1 = (float(phase1[0]), int(phase1[1])) if phase1 else (base_plan.batch_size, base_plan.steps)
         plan = build_plan(incidence, c=c, cap=cap, accountant=base_plan.accountant, adjacency=base_plan.adjacency,
-                          holdout=_split(base_plan), floor=arm_floor, **ledger, **common)
+                          holdout=_split(base_plan), floor=arm_floor, value=base_plan.value,
+                          objective=base_plan.extra.get("objective", "examples"), **ledger, **common)
         rec = plan.extra.get("undetected_floor") or {}
         if name == "two-phase":            # a clear phase 1 cannot meet the floor: phase 2 plans without it
             fl = floor_entry(und, rho_u=rec.get("rho", 0.0), sigma=0.0, sigma_floor=None,

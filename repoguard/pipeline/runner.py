@@ -143,6 +143,7 @@ def summarize(ctx: Context) -> dict:
         "secrets": i.get("analyze", {}).get("secrets"),
         "incidences": i.get("analyze", {}).get("incidences"),
         "retained_fraction": plan.get("retained_fraction"),
+        "least_retained": plan.get("least_retained"),
         "sigma": plan.get("sigma"), "batch_size": plan.get("batch_size"), "steps": plan.get("steps"),
         "bound_ratio_min": plan.get("bound_ratio_min"), "bound_ratio_max": plan.get("bound_ratio_max"),
         "binding_secret": plan.get("binding_secret"), "undetected_floor": plan.get("undetected_floor"),

@@ -261,7 +261,10 @@ class plan:
         prog = CalibrationProgress() if ctx.settings.show_progress else None
         from repoguard.source.split import split_from_config
         try:
+            from repoguard.planning.value import plan_values
+
             p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
+                           **plan_values(ctx.out, inc, ctx.config.plan.objective),
                            holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
         finally:
             if prog is not None:
@@ -280,6 +283,7 @@ class plan:
         n = len(p.example_ids)
         return {"sigma": p.sigma, "batch_size": p.batch_size, "steps": p.steps, "c": p.c,
                 "sum_w": s["sum_w"], "retained_fraction": (s.get("retention") or {}).get("retained"),
+                "least_retained": s["least_retained"],
                 "positive_fraction": float((p.w > 0).mean()) if n else None,
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
                 "binding_secret": s["binding_secret"], "ledger_head": head,

@@ -72,6 +72,7 @@ class Plan:
     extra: dict = field(default_factory=dict)      # sweep table, paper-KL σ, solver stats…
     test: np.ndarray | None = None                 # bool (n,): held-out examples (ρ = 0), or None
     digest: str | None = None                      # plan files' digest, set by save_plan/load_plan
+    value: np.ndarray | None = None                # LP objective per example (planning.value); None: Σw
 
     @property
     def test_mask(self) -> np.ndarray:
@@ -85,6 +86,8 @@ class Plan:
             raise InputError(f"plan: w/ρ shapes {self.w.shape}/{self.rho.shape} do not match {n} examples")
         if np.any(self.rho < 0) or np.any(self.rho > 1):
             raise InputError("plan: every sampling probability ρ must lie in [0, 1]")
+        if self.value is not None and self.value.shape != (n,):
+            raise InputError(f"plan: {self.value.shape[0]} example values for {n} examples")
         if self.test is not None and (self.test.shape != (n,) or np.any(self.rho[self.test] != 0)):
             raise InputError("plan: held-out examples must have ρ = 0 (and the mask one entry per example)")
         if not (self.sigma > 0 and self.batch_size > 0 and self.steps > 0 and self.clip_norm > 0):
@@ -112,7 +115,8 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
     with atomic_dir(target) as tmp:
         np.savez_compressed(tmp / "plan.npz", example_ids=np.asarray(plan.example_ids, dtype=str),
                             w=plan.w.astype(np.float64), rho=plan.rho.astype(np.float64),
-                            test=plan.test_mask)
+                            test=plan.test_mask,
+                            **({} if plan.value is None else {"value": plan.value.astype(np.float64)}))
         doc = {
             "format_version": FORMAT_VERSION,
             "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
@@ -169,6 +173,7 @@ def load_plan(out_dir: str | Path) -> Plan:
             example_ids=[str(x) for x in arrays["example_ids"]], w=arrays["w"], rho=arrays["rho"],
             secrets=[SecretPlan(**s) for s in doc["secrets"]], extra=doc.get("extra", {}),
             test=arrays["test"].astype(bool) if "test" in arrays else None, digest=digest,
+            value=arrays.get("value"),
         )
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{d}: corrupt plan ({exc})") from None
@@ -181,7 +186,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
                ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
                progress=None, holdout=None, floor=None, floor_r_run: float | None = None,
-               floor_legacy: tuple = (), phase1: tuple[float, int] | None = None) -> Plan:
+               floor_legacy: tuple = (), phase1: tuple[float, int] | None = None,
+               value: np.ndarray | None = None, objective: str = "examples") -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
@@ -211,6 +217,9 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
     σ(c) stays within that σ: the floor's noise is paid anyway, so the secrets' examples get
     the weight it buys (DESIGN.md "Undetected-secret floor"). Disabled ("off"): reported only.
+    `value` (n_examples,): the LP objective's coefficient per example (`planning.value`, named
+    `objective`, recorded in extra["objective"]); None maximises Σw as in Hush. The c rule is
+    unchanged (Σw/σ).
     Raises InputError when some ρ > 1 (B too large for Σw) and PolicyError naming the secrets
     whose earlier spending makes their target unreachable."""
     import time
@@ -258,8 +267,9 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
 
     def solve(cval: float):
         if train_rows is None:
-            return solve_weights(incidence.matrix, caps, cval)
-        lp = solve_weights(incidence.matrix.tocsr()[train_rows], caps, cval)
+            return solve_weights(incidence.matrix, caps, cval, value=value)
+        lp = solve_weights(incidence.matrix.tocsr()[train_rows], caps, cval,
+                           value=None if value is None else np.asarray(value)[train_rows])
         w = np.zeros(n_ex)
         w[train_rows] = lp.w
         return dataclasses.replace(lp, w=w)
@@ -343,7 +353,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                                 pair=records[id(mix)]))
     extra = {"lp": lp.stats(), "calibration": cal.stats, "alphas": list(alphas),
              "sweep": [dict(vars(row)) for row in rows], "c_rule": "maximise sum_w / sigma" if rows else "given",
-             "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets})}
+             "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets}),
+             "objective": objective if value is not None else "examples"}
     if holdout is not None:
         extra["holdout"] = holdout.record()
     from repoguard.planning.retention import retention
@@ -377,7 +388,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     return Plan(sigma=cal.sigma, batch_size=float(batch_size), steps=int(steps), clip_norm=float(clip_norm),
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
                 example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
-                test=test)
+                test=test, value=None if value is None else np.asarray(value, dtype=float))
 
 
 def _pick_without_floor(rows) -> float | None:

@@ -8,6 +8,7 @@ def plan_summary(plan, target) -> dict:
     tight = max(plan.secrets, key=lambda s: (s.achieved_bound if s.dp_bound is None else s.dp_bound) / s.r,
                 default=None)   # the secret that sets σ (an exposed secret's bound is 1 whatever σ)
     insecure = plan.extra.get("insecure_runs") or {}    # secrets an insecure-reproducible run trained
+    from repoguard.planning.retention import least_retained
     return {
         "plan_dir": str(target), "sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
         "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
@@ -20,6 +21,8 @@ def plan_summary(plan, target) -> dict:
         "batch_rule": plan.extra.get("batch_rule"), "floor_bought": plan.extra.get("floor_bought"),
         "binding_secret": tight.id if tight else None, "lp": plan.extra.get("lp"),
         "sweep": plan.extra.get("sweep"), "retention": plan.extra.get("retention"),
+        "least_retained": least_retained(plan.extra.get("retention")),
+        "objective": plan.extra.get("objective", "examples"),
         "exposures": plan.extra.get("exposures", []),
         "insecure_runs": insecure,
         "secrets": [{"id": s.id, "p": s.p, "r": s.r, "achieved_bound": s.achieved_bound,

@@ -62,7 +62,8 @@ class LPResult:
 
 
 def solve_weights(matrix: sp.spmatrix, caps: np.ndarray, c: float, *, solver: str = "auto",
-                  tolerance: float = 1e-4, time_limit_s: float = 600.0) -> LPResult:
+                  tolerance: float = 1e-4, time_limit_s: float = 600.0,
+                  value: np.ndarray | None = None) -> LPResult:
     """Solve Hush eq. 1 for the boolean incidence `matrix` (n_examples × n_secrets) and `caps`
     (n_secrets,), budgets c·cap_j. `solver`: "auto" (GLOP up to GLOP_MAX_NONZEROS, else PDLP),
     "glop" or "pdlp". `tolerance`: PDLP's absolute and relative optimality tolerance (1e-4 costs
@@ -70,6 +71,8 @@ def solve_weights(matrix: sp.spmatrix, caps: np.ndarray, c: float, *, solver: st
     weights used, so this trades utility, never privacy). A PDLP answer is projected onto the
     feasible set (clipped to [0, 1], then each example scaled by its tightest secret's ratio) so
     every constraint holds exactly.
+    `value` (n_examples,), when given, replaces the objective Σ w by Σ value·w (`planning.value`:
+    what an example teaches); the constraints are unchanged, so privacy is too.
     Raises ValueError for bad shapes, c ≤ 0 or a negative cap; RuntimeError if the solver fails."""
     t0 = time.perf_counter()
     m = sp.csr_matrix(matrix, dtype=np.float64)
@@ -88,12 +91,15 @@ def solve_weights(matrix: sp.spmatrix, caps: np.ndarray, c: float, *, solver: st
     nv, nc = a.shape[1], a.shape[0]
     if nv == 0:
         return LPResult(w, "none", 0, 0.0, 0.0, time.perf_counter() - t0, 0, 0, 0)
+    if value is not None and np.asarray(value).shape != (n,):
+        raise ValueError(f"value has shape {np.asarray(value).shape}, expected ({n},)")
+    obj = np.ones(nv) if value is None else np.asarray(value, dtype=float)[tied]
     if solver == "auto":
         solver = "glop" if a.nnz <= GLOP_MAX_NONZEROS else "pdlp"
     if solver == "glop":
-        x, its, gap, status = _glop(a, b, time_limit_s)
+        x, its, gap, status = _glop(a, b, time_limit_s, obj)
     elif solver == "pdlp":
-        x, its, gap, status = _pdlp(a, b, tolerance, time_limit_s)
+        x, its, gap, status = _pdlp(a, b, tolerance, time_limit_s, obj)
     else:
         raise ValueError(f"unknown solver {solver!r}")
     x = _project(a, b, x)
@@ -121,7 +127,7 @@ def _project(a: sp.csr_matrix, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     return x * worst
 
 
-def _glop(a: sp.csr_matrix, b: np.ndarray, time_limit_s: float):
+def _glop(a: sp.csr_matrix, b: np.ndarray, time_limit_s: float, value: np.ndarray):
     from ortools.linear_solver import pywraplp
 
     s = pywraplp.Solver.CreateSolver("GLOP")
@@ -133,8 +139,8 @@ def _glop(a: sp.csr_matrix, b: np.ndarray, time_limit_s: float):
         for i in a.indices[lo:hi]:
             ct.SetCoefficient(xs[i], 1.0)
     obj = s.Objective()
-    for v in xs:
-        obj.SetCoefficient(v, 1.0)
+    for v, coef in zip(xs, value):
+        obj.SetCoefficient(v, float(coef))
     obj.SetMaximization()
     status = s.Solve()
     if status != pywraplp.Solver.OPTIMAL:
@@ -143,13 +149,13 @@ def _glop(a: sp.csr_matrix, b: np.ndarray, time_limit_s: float):
     return x, int(s.iterations()), 0.0, "optimal"
 
 
-def _pdlp(a: sp.csr_matrix, b: np.ndarray, tol: float, time_limit_s: float):
+def _pdlp(a: sp.csr_matrix, b: np.ndarray, tol: float, time_limit_s: float, value: np.ndarray):
     from ortools.pdlp import solve_log_pb2, solvers_pb2
     from ortools.pdlp.python import pdlp
 
     nc, nv = a.shape
     qp = pdlp.QuadraticProgram()
-    qp.objective_vector = -np.ones(nv)                 # PDLP minimises
+    qp.objective_vector = -np.asarray(value, dtype=float)    # PDLP minimises
     qp.constraint_matrix = a.tocsc()
     qp.constraint_lower_bounds = np.full(nc, -np.inf)
     qp.constraint_upper_bounds = b.astype(float)

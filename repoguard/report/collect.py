@@ -261,6 +261,8 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
         plan = load_plan(out)
     ev_counts = _count(e.secret_id for e in inc.evidence) if inc is not None else {}
     if plan is not None:
+        from repoguard.planning.retention import least_retained
+
         sections += ["plan", "secrets", "sweep", "histogram"]
         doc["plan"] = {"sigma": plan.sigma, "batch_size": plan.batch_size, "steps": plan.steps,
                        "clip_norm": plan.clip_norm, "c": plan.c, "cap": plan.cap, "accountant": plan.accountant,
@@ -268,6 +270,7 @@ def collect(out: Path, *, repo_name: str = "") -> dict:
                        "sum_w": float(plan.w.sum()),
                        # one definition everywhere (issue 28 item 4): Σw over training examples / n_train
                        "retained": (plan.extra.get("retention") or {}).get("retained"),
+                       "least_retained": least_retained(plan.extra.get("retention")),
                        "max_rho": float(plan.rho.max()) if plan.rho.size else 0.0,
                        "sigma_paper_kl": plan.extra.get("sigma_paper_kl"), "c_rule": plan.extra.get("c_rule"),
                        "exposures": plan.extra.get("exposures", []),

@@ -98,7 +98,20 @@ def _summary(doc: dict) -> str:
             cards.append(_card(f"canary exposure ({label})", f'{r["exposure_skewnorm"]:.1f} bits'))
     banner = (f'<p style="background:#ffebe9;border:2px solid #cf222e;padding:8px;font-size:18px"><b>'
               f'{_e(doc["no_privacy"])}</b></p>' if doc.get("no_privacy") else "")
-    return f'{banner}<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>'
+    return f'{banner}<h2 id="summary">Summary</h2><div class="cards">{"".join(cards)}</div>{_least_retained(p)}'
+
+
+def _least_retained(p: dict | None) -> str:
+    """The least-retained declared secrets in words, a dropped one (< 1 % kept) in red: a secret
+    "within target" may not have been trained on at all (issue 44 item 5)."""
+    from repoguard.planning.retention import secret_lines
+
+    lines = secret_lines((p or {}).get("least_retained"))
+    if not lines:
+        return ""
+    red = ' style="color:#cf222e"'
+    items = "".join(f'<li{red if "not trained on" in x else ""}>{_e(x)}</li>' for x in lines)
+    return f'<p>Least retained declared secrets (Σw over their training examples):</p><ul id="least-retained">{items}</ul>'
 
 
 def _floor_card(fl: dict | None) -> str:

@@ -1,6 +1,7 @@
 """The report's figures: matplotlib on the Agg backend → `data:image/png;base64,…` URIs.
 
-Figures: the c sweep (fraction of examples retained and σ against c, as Hush Fig. 1a and 1c),
+Figures: the c sweep (share of examples with w > 0, retained Σw/n and σ against c, as Hush Fig. 1a
+and 1c),
 the histogram of achieved/target bound, training loss per run, and canary exposure per run.
 Each function returns None when it has nothing to draw.
 """
@@ -39,13 +40,13 @@ def sweep_plot(sweep: list[dict], chosen_c: float | None, n_train: int | None = 
         return None
     plt, fig, ax = _fig()
     cs = [r["c"] for r in pts]
-    ax.plot(cs, [r.get("frac_positive") or 0 for r in pts], "o-", color="tab:blue", label="retained (w > 0)")
+    ax.plot(cs, [r.get("frac_positive") or 0 for r in pts], "o-", color="tab:blue", label="w > 0")
     if n_train:
-        ax.plot(cs, [(r.get("sum_w") or 0) / n_train for r in pts], "^:", color="tab:cyan", label="Σw/n")
+        ax.plot(cs, [(r.get("sum_w") or 0) / n_train for r in pts], "^:", color="tab:cyan", label="retained Σw/n")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("c (LP scale)")
-    ax.set_ylabel("fraction of examples retained", color="tab:blue")
+    ax.set_ylabel("share of training examples", color="tab:blue")
     ax.set_ylim(0, 1.05)
     ax2 = ax.twinx()
     sig = [r["sigma"] if r.get("sigma") is not None else float("nan") for r in pts]
