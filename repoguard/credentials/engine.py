@@ -39,6 +39,8 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
 from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.keys import process_key
+from repoguard.credentials.made_up import (after_for_example, base64_of_made_up, counting,
+                                           idempotency_token, spells_a_name)
 from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
                                               literal_prefixes, max_width)
@@ -312,7 +314,7 @@ class Engine:
         prio: list[int] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))
         for c, ms, me, s, e, secret in cands:
-            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit)
+            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit, ms)
             if f is None:
                 continue
             pr = c.rule.priority
@@ -456,7 +458,7 @@ class Engine:
         return data[lo:hi]
 
     def _finding(self, c: _Compiled, data: bytes, path: str, s: int, e: int, secret: bytes,
-                 match_text: bytes, commit: str | None) -> Finding | None:
+                 match_text: bytes, commit: str | None, ms: int) -> Finding | None:
         r = c.rule
         ent = shannon_entropy(secret)
         if r.entropy is not None and ent < r.entropy:
@@ -470,6 +472,11 @@ class Engine:
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
         if r.placeholder and is_placeholder(secret, min_len=3):
             return None
+        if r.id in VETOED and (spells_a_name(secret) or counting(secret) or base64_of_made_up(secret)
+                               or idempotency_token(secret, match_text[:max(0, s - ms)])):
+            return None  # a name, a count, base64 of either, a retry's id: made up, not generated
+        if "private-key" not in r.id and after_for_example(data, s):
+            return None  # a docstring's "For example:" shows the shape of a header or a config
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None
