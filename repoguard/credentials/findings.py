@@ -31,7 +31,9 @@ class Finding:
     secret was found by decoding base64/hex, named in `decoded`). History fields (`commit`,
     `author`, `date`, `present_at_head`) are None outside `--history`. Triage (credentials.triage):
     `location` (fixture/test/docs/example/config/source), `severity` (critical/high/medium/low)
-    and `checksum` ("valid"/"invalid" for formats that carry one, else "")."""
+    and `checksum` ("valid"/"invalid" for formats that carry one, else ""). `confidence`: "high",
+    or "low" for a generic finding on a value beside a vendor's name that no shape known for that
+    vendor accepts (not reported by default, still redacted from training text)."""
 
     rule_id: str
     path: str
@@ -52,6 +54,7 @@ class Finding:
     location: str = "source"
     severity: str = "high"
     checksum: str = ""
+    confidence: str = "high"
 
     @property
     def fingerprint(self) -> str:

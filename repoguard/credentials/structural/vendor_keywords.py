@@ -11,11 +11,11 @@ looks generated (`tokens.random_token`, entropy, no placeholder). A hit is repor
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
-is returned as a veto span: the engine drops `generic-api-key` / `generic-keyword-context` /
-`generic-hex-secret` / `generic-client-key` findings on it (a Mailgun-named value of the wrong
-length is no key at all). A token with a common key shape (`tokens.common_key_shape`:
-maybe a format the table lacks) is vetoed for the weak-evidence generic detectors only
-(`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC). A token with a row's
+is returned as a veto span: the engine keeps `generic-api-key` / `generic-keyword-context` /
+`generic-hex-secret` / `generic-client-key` findings on it at low confidence (a Mailgun-named
+value of the wrong length is no key of Mailgun's: not reported by default, still redacted from
+training text). A token with a common key shape (`tokens.common_key_shape`: maybe a format the
+table lacks) is vetoed the same way (SHAPE_REJECTED). A token with a row's
 prefix and length written in another alphabet (over a quarter of it outside the row's) is not
 vetoed at all: the docs state a length, the alphabet is often read off one example (a few
 characters outside it are a value edited by hand, which stays vetoed). Where a row says
@@ -41,6 +41,7 @@ from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 DIST = 40  # bytes between the vendor's name and its value (either side)
 TAGS = ("keyword-anchored",)
 CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto the weak-evidence detectors only
+SHAPE_REJECTED = "vendor-shape-rejected"  # a veto Hit's rule: every generic rule (engine.SHAPE_REJECTED)
 NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
 _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -319,10 +320,10 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             if _other_alphabet(table, table.by_alias[alias], tok):
                 continue  # a row's length in another alphabet: perhaps the alphabet stated too narrowly
             if _generic_ok(data, a, tok, memo):
-                # A common key shape the rows reject: perhaps a format the table lacks. Only the
-                # weak-evidence detectors are vetoed (a secret word nearby, prose and log glue, a
-                # client's constructor); an assignment to a key's name still reports.
-                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                # A common key shape that no documented shape of this vendor accepts: perhaps a
+                # format the table lacks, so every generic finding on it is kept at low confidence
+                # (redacted from training, not reported by default) rather than dropped.
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, SHAPE_REJECTED, True))
                 continue
             if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
