@@ -247,3 +247,20 @@ def test_linear_on_repeated_vendor_names(engine):
         t = time.perf_counter()
         engine.scan(data, "x.log")
         assert time.perf_counter() - t < 5.0
+
+
+# -- ids and digests beside a vendor's name (issue 43) ----------------------------------------------
+H40 = "5c1d7e9a3b2f48d6e0a1c9b7f3e5d2a4c6b8e0f1"
+UUID = "7c4e2a91-3b8f-4d6e-a0c5-9f1b2d3e4a56"
+
+
+@pytest.mark.parametrize("text,path,rule", [
+    # a lock file's resolved URL: the archive's digest as its fragment (a package named for the vendor)
+    (f"sonarqube-scanner/-/sonarqube-scanner-3.1.0.tgz#{H40}", "deps.txt", None),
+    (f"sonarqube token: {H40}", "notes.md", "sonarqube-keyword"),
+    # a REST path's member id after its collection (`/apps/<id>`), and the same value as a key
+    (f"curl https://kolkrabbi.heroku.com/apps/{UUID}/github/push \\", "deploy.sh", None),
+    (f"curl -H 'Authorization: Bearer {UUID}' https://api.heroku.com/account", "deploy.sh", "heroku-keyword"),
+])
+def test_digest_and_resource_id_beside_a_vendor(engine, text, path, rule):
+    assert ids(engine, text, path) == ([rule] if rule else [])

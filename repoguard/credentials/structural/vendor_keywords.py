@@ -97,10 +97,21 @@ def _looks_random(value: bytes, row: VendorRow) -> bool:
 # The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
 _ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
                         rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:,(][ \t]{0,4}[\"']?$")
+# A REST path names the collection before a member's id (`…/apps/<uuid>/github/push`): an id, not a key.
+_COLLECTION_BEFORE = re.compile(rb"(?i)/(?:apps|projects|users|accounts|orgs|organi[sz]ations|teams|workspaces|"
+                                rb"tenants|sessions|pipelines|spaces|sites|services|environments|resources)/$")
+# A package lock's resolved URL carries the file's digest as its fragment (`…/pkg-1.2.4.tgz#<sha1>`).
+_ARCHIVE_HASH = re.compile(rb"(?i)\.(?:tgz|tar\.gz|tar\.bz2|tar\.xz|zip|whl|jar|gem|nupkg|crate)#$")
 
 
 def _identifier(data: bytes, s: int) -> bool:
-    return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
+    before = data[max(0, s - 40):s]
+    return bool(_ID_BEFORE.search(before) or _COLLECTION_BEFORE.search(before))
+
+
+def _archive_digest(data: bytes, s: int) -> bool:
+    """Is the value at `s` the `#` fragment of an archive's URL (a lock file's digest of it)?"""
+    return _ARCHIVE_HASH.search(data[max(0, s - 12):s]) is not None
 
 
 # A link in markup: a badge or image (`.. image::`, `![…](`, `<img src=`, `…/badge/…`, `.svg`).
@@ -296,8 +307,8 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             for a, b, v in found:
                 if names.find(1, a, b) >= 0:
                     continue  # the alias itself, or a word holding it
-                if _link_path(data, lo + a):
-                    taken[a:b] = b"\x01" * (b - a)  # an id in a badge link: no finding, and no veto
+                if _link_path(data, lo + a) or _archive_digest(data, lo + a):
+                    taken[a:b] = b"\x01" * (b - a)  # an id in a badge link, a file's digest: no finding, no veto
                     continue
                 if ok(lo + a, v):
                     out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
