@@ -329,7 +329,7 @@ class Engine:
                 # One secret, several rules: keep one, the most specific (lowest priority level:
                 # vendor rule, structural detector, generic rule, keyword context), a confident
                 # finding before a low one.
-                if pr < prio[-1]:
+                if pr < prio[-1] and not _cut_short(kept[-1], f, data):
                     kept[-1], prio[-1] = f, pr
                 continue
             kept.append(f)
@@ -559,6 +559,13 @@ def vendor_prefixes(rules) -> tuple[bytes, ...]:
 # JWT rule's start). A named random value starting with it that the JWT rule rejects (no payload,
 # no signature) is still a secret, so the generic rules are not told to leave it.
 _ENCODING_PREFIXES = frozenset(("eyJ",))
+
+
+def _cut_short(longer: Finding, f: Finding, data: bytes) -> bool:
+    """Is `f` the head of `longer`'s secret, cut at a raw `@` or `/` (a URL rule that stops where
+    RFC 3986 says a password must, where the password runs on)? Then `longer` is kept: redacting
+    the head alone would leave the rest of the password in the training text."""
+    return f.start == longer.start and f.end < longer.end and data[f.end:f.end + 1] in (b"@", b"/")
 
 
 def _set_lines(data: bytes, findings: list[Finding]) -> None:
