@@ -38,3 +38,8 @@ def test_generated_values_are_never_made_up():
     for _ in range(5000):
         assert not counting(str(uuid.UUID(int=rng.getrandbits(128))).encode())
         assert not base64_of_made_up(base64.b64encode(rng.randbytes(rng.choice([16, 24, 32, 48]))))
+
+
+def test_a_bare_example_heading_is_not_prose():
+    conf = b"# Example:\nDB_PASSWORD=Zq8vT2mWx4Lp\n"
+    assert not after_for_example(conf, conf.index(b"Zq8"))

@@ -115,12 +115,13 @@ def idempotency_token(value: bytes, name: bytes) -> bool:
     return _UUIDISH.match(value) is not None and _REQUEST_TOKEN.search(name) is not None
 
 
-_FOR_EXAMPLE = re.compile(rb"(?i)(?:\bfor example|\bfor instance|\be\.g\.|\bexample)\s*:\s*$")
+# "For example:" in prose, not a bare "Example:" heading (a config file's comment may head real values).
+_FOR_EXAMPLE = re.compile(rb"(?i)(?:\bfor example|\bfor instance|\be\.g\.)\s*:\s*$")
 
 
 def after_for_example(data: bytes, start: int) -> bool:
     """True when the line holding byte `start` follows (blank lines apart, at most two) a line
-    ending `For example:`/`e.g.:`/`Example:`: a documented shape, shown to the reader."""
+    ending `For example:`/`For instance:`/`e.g.:`: a documented shape, shown to the reader."""
     ls = data.rfind(b"\n", 0, start)
     for _ in range(3):
         if ls <= 0:
