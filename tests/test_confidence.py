@@ -65,3 +65,12 @@ def test_low_finding_does_not_block_a_commit(make_repo, capsys):
     assert main(["scan", "--jobs", "1", "-q", "--staged", str(repo)]) == 1
     out, err = capsys.readouterr()
     assert ODD not in out + err
+
+
+def test_a_word_glued_before_a_wrong_length_value(engine):
+    """`key-<38 hex>` beside Mailgun's name: the generic rules read the tail, which fits none of
+    Mailgun's shapes (`key-` + 32 hex): low. The documented length, and an unknown vendor, report."""
+    h38 = "c4e8a1f39b2d7e05a6c1f8b3d9e2a7c40b5f6d"
+    assert [c for _, c in _found(engine, f"INFO mailgun key: key-{h38}", "app.log")] == ["low"]
+    assert _found(engine, f"INFO mailgun key: key-{h38[:32]}", "app.log") == [("mailgun-private-api-token", "high")]
+    assert [c for _, c in _found(engine, f"INFO acmepay key: key-{h38}", "app.log")] == ["high"]

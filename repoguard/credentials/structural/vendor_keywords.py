@@ -54,6 +54,7 @@ _DIGIT_BYTES = b"0123456789"
 _TOKEN = re.compile(rb"(?<![A-Za-z0-9+/_.~-])([A-Za-z0-9][A-Za-z0-9+/_~.-]{14,126}[A-Za-z0-9]={0,2})"
                     rb"(?![A-Za-z0-9+/=_.~-])")
 _HEX40 = re.compile(rb"[0-9a-f]{40}")  # a git object id
+_WORD_HEAD = re.compile(rb"[A-Za-z]{2,12}[-_]")  # `key-`, `secret_`: a word glued before a value
 _PASSWORD = re.compile(rb"(?i)pass|pwd")
 # A digest, not a credential: `--hash=sha256:…`, `"integrity": "sha512-…"`, `commit abc…`.
 _DIGEST_BEFORE = re.compile(rb"(?i)(?:sha[0-9]*|md5|hash|digest|integrity|checksum|etag|commit|rev(?:ision)?)"
@@ -338,6 +339,14 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
                 continue
             if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
+                continue
+            # `key-<random>`, `secret_<random>`: a word glued before a random tail (the generic rules
+            # read the tail); the tail that fits no row is no key of this vendor's either.
+            pm = _WORD_HEAD.match(tok)
+            if pm is not None:
+                tail = tok[pm.end():]
+                if _memo(memo, "", tail, lambda: random_token(tail.rstrip(b"="))):
+                    out.setdefault((a + pm.end(), b, "veto"), Hit(a + pm.end(), b, tail, "", True))
     return list(out.values())
 
 
