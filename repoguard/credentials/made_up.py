@@ -115,6 +115,7 @@ def idempotency_token(value: bytes, name: bytes) -> bool:
     return _UUIDISH.match(value) is not None and _REQUEST_TOKEN.search(name) is not None
 
 
+_REACH = 2048
 # "For example:" in prose, not a bare "Example:" heading (a config file's comment may head real values).
 _FOR_EXAMPLE = re.compile(rb"(?i)(?:\bfor example|\bfor instance|\be\.g\.)\s*:\s*$")
 
@@ -122,11 +123,15 @@ _FOR_EXAMPLE = re.compile(rb"(?i)(?:\bfor example|\bfor instance|\be\.g\.)\s*:\s
 def after_for_example(data: bytes, start: int) -> bool:
     """True when the line holding byte `start` follows (blank lines apart, at most two) a line
     ending `For example:`/`For instance:`/`e.g.:`: a documented shape, shown to the reader."""
-    ls = data.rfind(b"\n", 0, start)
+    # Look back at most _REACH bytes: a finding on a 100 MB line costs a bounded search, not the line.
+    lo = max(0, start - _REACH)
+    ls = data.rfind(b"\n", lo, start)
     for _ in range(3):
-        if ls <= 0:
+        if ls <= lo:
             return False
-        prev = data.rfind(b"\n", 0, ls) + 1
+        prev = data.rfind(b"\n", lo, ls) + 1
+        if prev == 0 and lo > 0:
+            return False  # the line above is longer than the reach: no prose line
         line = data[prev:ls].strip()
         if line:
             return _FOR_EXAMPLE.search(line) is not None
