@@ -1,6 +1,7 @@
 """False positives found by scanning real source (issue 27, "findings per 100 MB of real source"):
 installed packages, wagtail, scrapy, django-rest-framework, celery, flask, sqlalchemy, requests,
-httpx, spring-petclinic, (session 11) laravel and (session 13) werkzeug and oauthlib. Each case is written here in the form it was found in, with our own
+httpx, spring-petclinic, (session 11) laravel, (session 13) werkzeug and oauthlib, and (issue 43)
+getmoto/moto. Each case is written here in the form it was found in, with our own
 values where the value was not a published example; each has a twin that must still be reported,
 so a rule cannot pass by going blind."""
 from __future__ import annotations
@@ -98,6 +99,19 @@ NOT_CREDENTIALS = [
     # a project id in a badge link beside the vendor's name
     (".. |Codacy-Grade| image:: https://app.codacy.com/project/badge/Grade/3f965571598f44549c7818f29cdcf177",
      "tqdm-4.70.1.dist-info/METADATA"),
+    # made-up values in moto (issue 43): CSV column names, a counted UUID placeholder, base64 of
+    # `AWS:123456789012-auth-token`, a value spelling its own name, a UUID idempotency token
+    ('        report = "user,arn,user_creation_time,password_enabled,access_key_1_active,'
+     'access_key_1_last_used_date,access_key_1_last_used_region,access_key_2_last_used_region\\n"',
+     "moto/iam/models.py"),
+    ('        self.update_token = "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"', "moto/networkfirewall/models.py"),
+    ('            "authorizationToken": "QVdTOjEyMzQ1Njc4OTAxMi1hdXRoLXRva2Vu",', "tests/test_ecr/test_ecr.py"),
+    ('        ApiKeySelectionExpression="api_key_s3l3ction",', "tests/test_apigatewayv2/test_apigatewayv2.py"),
+    ('    client_request_token = "ED9F8B6C-85B7-B7E4-38F2A3BEB13C"', "tests/test_secretsmanager/test_server.py"),
+    # a docstring's "For example:" shows a header's shape (django-rest-framework's TokenAuthentication
+    # form, our own value: DRF's own is allowlisted by value)
+    ('    HTTP header, prepended with the string "Token ".  For example:\n\n'
+     '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py"),
 ]
 
 # (text, path, rule): the same forms with a value or host that is real-looking: still reported.
@@ -147,6 +161,20 @@ STILL_CREDENTIALS = [
     ("# Yandex key: d55ee35323c0c760f088259cd23b1b6d_9e8a7d1\n", "notes.md", "yandex-keyword"),
     ("curl -H 'X-Api-Key: 3f965571598f44549c7818f29cdcf177' https://app.codacy.com/api/v3/user",
      "docs/ci.md", "codacy-keyword"),
+    ('        report = "access_key_1: Zq8vT2mW_x4Lp9RkQ3nB7cD\\n"', "moto/iam/models.py", "generic-api-key"),
+    ('        self.update_token = "7f3c9e21-4b8d-4a6e-9c15-2d8b6e0f4a73"', "moto/networkfirewall/models.py",
+     "generic-api-key"),
+    ('            "authorizationToken": "QVdTOlpxOHZUMm1XeDRMcDlSa1EzbkI3",', "tests/test_ecr/test_ecr.py",
+     "generic-api-key"),
+    ('        ApiKeySelectionExpression="api_key_Zq8vT2mWx4Lp9Rk",', "tests/test_apigatewayv2/test_apigatewayv2.py",
+     "generic-keyword-context"),
+    ('    client_request_token = "Zq8vT2mWx4Lp9RkQ3nB7cD"', "tests/test_secretsmanager/test_server.py",
+     "generic-api-key"),
+    ('    api_token = "ED9F8B6C-85B7-B7E4-38F2A3BEB13C"', "tests/test_secretsmanager/test_server.py",
+     "generic-api-key"),
+    ('    Clients send the token key in the "Authorization" header:\n\n'
+     '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py",
+     "http-authorization"),
 ]
 
 

@@ -31,6 +31,10 @@ def register(parser) -> None:
     parser.add_argument("--update-baseline", "--write-baseline", action="store_true", dest="update_baseline",
                         help="write the current findings to the baseline file and exit 0 (given files: "
                              "update their entries, keep the others)")
+    parser.add_argument("--confidence", choices=("high", "low"), default="high",
+                        help="report findings of at least this confidence (high); low adds generic "
+                             "findings on a value beside a vendor's name that fits none of that "
+                             "vendor's shapes (always redacted from training text)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
     parser.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
                         help="scan at most N bytes of each file (default: config scan.max_file_bytes)")

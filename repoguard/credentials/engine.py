@@ -39,11 +39,14 @@ from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B
 from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.keys import process_key
+from repoguard.credentials.made_up import (after_for_example, base64_of_made_up, counting,
+                                           idempotency_token, spells_a_name)
 from repoguard.credentials.priority import GENERIC, VENDOR
 from repoguard.credentials.rule_types import (DEFAULT_WINDOW, Rule, RuleSet, compile_re2,  # noqa: F401
                                               literal_prefixes, max_width)
 from repoguard.credentials.structural import all_detectors
 from repoguard.credentials.structural.placeholders import home_row_mash, is_placeholder
+from repoguard.credentials.structural.vendor_keywords import SHAPE_REJECTED
 from repoguard.credentials.triage import location, severity
 
 try:  # pragma: no branch
@@ -56,8 +59,9 @@ MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
 _CACHE_VERSION = 5
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
-# Generic key/token rules whose candidates a vendor-keyword veto removes (never the password rules:
-# a password next to a vendor's name is still a password).
+# Generic key/token rules whose candidates a vendor-keyword veto makes low-confidence (never the
+# password rules: a password next to a vendor's name is still a password). A low finding is not
+# reported by default (`scan --confidence low` shows it) and is still redacted from training text.
 VETOED = frozenset(("generic-api-key", "generic-keyword-context", "generic-hex-secret", "generic-client-key"))
 # The generic rules on the weakest evidence (a secret word nearby, a client's constructor): a veto
 # naming one of them (a common key shape the vendor's rows reject) removes them both.
@@ -65,8 +69,9 @@ WEAK_GENERIC = frozenset(("generic-keyword-context", "generic-client-key"))
 
 
 def _vetoes(veto_rule: str, rule_id: str) -> bool:
-    """Does a veto span naming `veto_rule` ("" for every rule of VETOED) remove `rule_id`'s finding?"""
-    return veto_rule in ("", rule_id) or (veto_rule in WEAK_GENERIC and rule_id in WEAK_GENERIC)
+    """Does a veto span naming `veto_rule` ("" or SHAPE_REJECTED for every rule of VETOED) make
+    `rule_id`'s finding low-confidence?"""
+    return veto_rule in ("", SHAPE_REJECTED, rule_id) or (veto_rule in WEAK_GENERIC and rule_id in WEAK_GENERIC)
 
 
 @dataclass
@@ -301,25 +306,30 @@ class Engine:
                     continue
                 hc = self._hit_compiled.get(h.rule) or self._compile_hit_rule(h.rule, c) if h.rule else c
                 spans.append((hc, h.start, h.end, h.start, h.end, h.secret))
-        if vetoes:  # a vendor-named value its vendor's documented shape rejects: no generic finding
-            spans = [sp for sp in spans if sp[0].rule.id not in VETOED
-                     or not any(a < sp[4] and sp[3] < b and _vetoes(rid, sp[0].rule.id) for a, b, rid in vetoes)]
+        low: set[int] = set()  # ids of spans found low-confidence
+        if vetoes:  # a vendor-named value its vendor's documented shapes reject: low confidence
+            low = {id(sp) for sp in spans if sp[0].rule.id in VETOED
+                   and any(a < sp[4] and sp[3] < b and _vetoes(rid, sp[0].rule.id) for a, b, rid in vetoes)}
         if spans and is_workflow(path):  # a CI job's own service containers: their passwords gate nothing
             ephemeral = service_values(data)
             spans = [sp for sp in spans if sp[5] not in ephemeral  # a vendor's token there is still one
                      or (sp[0].rule.priority < GENERIC and "password" not in sp[0].rule.id)]
         kept: list[Finding] = []
-        prio: list[int] = []
+        prio: list[tuple[bool, int]] = []
         cands = sorted(spans, key=lambda x: (x[3], -(x[4] - x[3]), x[0].rule.priority, x[0].rule.id))
-        for c, ms, me, s, e, secret in cands:
-            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit)
+        for sp in cands:
+            c, ms, me, s, e, secret = sp
+            f = self._finding(c, data, path, s, e, secret, data[ms:me], commit, ms)
             if f is None:
                 continue
-            pr = c.rule.priority
+            if id(sp) in low:
+                f.confidence = "low"
+            pr = (f.confidence == "low", c.rule.priority)
             if kept and s < kept[-1].end:
                 # One secret, several rules: keep one, the most specific (lowest priority level:
-                # vendor rule, structural detector, generic rule, keyword context).
-                if pr < prio[-1]:
+                # vendor rule, structural detector, generic rule, keyword context), a confident
+                # finding before a low one.
+                if pr < prio[-1] and not _cut_short(kept[-1], f, data):
                     kept[-1], prio[-1] = f, pr
                 continue
             kept.append(f)
@@ -456,7 +466,7 @@ class Engine:
         return data[lo:hi]
 
     def _finding(self, c: _Compiled, data: bytes, path: str, s: int, e: int, secret: bytes,
-                 match_text: bytes, commit: str | None) -> Finding | None:
+                 match_text: bytes, commit: str | None, ms: int) -> Finding | None:
         r = c.rule
         ent = shannon_entropy(secret)
         if r.entropy is not None and ent < r.entropy:
@@ -470,6 +480,11 @@ class Engine:
             return None  # a vendor's format owns this prefix, and its rule did not accept the value
         if r.placeholder and is_placeholder(secret, min_len=3):
             return None
+        if r.id in VETOED and (spells_a_name(secret) or counting(secret) or base64_of_made_up(secret)
+                               or idempotency_token(secret, match_text[:max(0, s - ms)])):
+            return None  # a name, a count, base64 of either, a retry's id: made up, not generated
+        if "private-key" not in r.id and after_for_example(data, s):
+            return None  # a docstring's "For example:" shows the shape of a header or a config
         line = self._line_context(data, s, e)
         if any(mk in line for mk in ALLOW_MARKERS):
             return None
@@ -494,7 +509,7 @@ class Engine:
 
     def _decoded(self, data, path, blobs, commit, depth, direct) -> list[Finding]:
         out: list[Finding] = []
-        taken = [(f.start, f.end) for f in direct]
+        taken = [(f.start, f.end) for f in direct if f.confidence != "low"]  # a low one may hide a blob's secret
         last_end = -1
         for kind, e in sorted(blobs, key=lambda b: b[1]):
             if e <= last_end:
@@ -544,6 +559,13 @@ def vendor_prefixes(rules) -> tuple[bytes, ...]:
 # JWT rule's start). A named random value starting with it that the JWT rule rejects (no payload,
 # no signature) is still a secret, so the generic rules are not told to leave it.
 _ENCODING_PREFIXES = frozenset(("eyJ",))
+
+
+def _cut_short(longer: Finding, f: Finding, data: bytes) -> bool:
+    """Is `f` the head of `longer`'s secret, cut at a raw `@` or `/` (a URL rule that stops where
+    RFC 3986 says a password must, where the password runs on)? Then `longer` is kept: redacting
+    the head alone would leave the rest of the password in the training text."""
+    return f.start == longer.start and f.end < longer.end and data[f.end:f.end + 1] in (b"@", b"/")
 
 
 def _set_lines(data: bytes, findings: list[Finding]) -> None:

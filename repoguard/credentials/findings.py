@@ -33,7 +33,9 @@ class Finding:
     `location` (fixture/test/docs/example/config/source), `severity` (critical/high/medium/low)
     and `checksum` ("valid"/"invalid" for formats that carry one, else ""). `found_in`: "" for
     a file's content, "file name" or "commit message" (credentials.names; a name finding's
-    `path` is already redacted there, its line 1 and column the place in the path)."""
+    `path` is already redacted there, its line 1 and column the place in the path). `confidence`:
+    "high", or "low" for a generic finding on a value beside a vendor's name that no shape known
+    for that vendor accepts (not reported by default, still redacted from training text)."""
 
     rule_id: str
     path: str
@@ -55,6 +57,7 @@ class Finding:
     severity: str = "high"
     checksum: str = ""
     found_in: str = ""
+    confidence: str = "high"
 
     @property
     def fingerprint(self) -> str:

@@ -23,7 +23,8 @@ log = logging.getLogger("repoguard")
 
 def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit: bool, base: str) -> int:
     """Scan `repo` as `args` (the `scan` command's options: history, staged, since, all_refs, no_git,
-    format/json, output, rules, baseline, update_baseline, jobs, max_file_bytes, quiet) say.
+    format/json, output, rules, baseline, update_baseline, jobs, max_file_bytes, quiet, confidence
+    (absent: "high", low-confidence findings left out)) say.
 
     targets: the PATH arguments; explicit: they name files (pre-commit), not one directory; base:
     the directory scanned. Returns the exit status: 1 on new (non-baselined) findings, else 0.
@@ -72,6 +73,10 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
     findings, stats = result.findings, result.stats
     if stats.get("truncated"):
         stats["max_file_bytes"] = max_bytes
+    if getattr(args, "confidence", "high") != "low":  # low: kept for redaction, not reported
+        findings = [f for f in findings if f.confidence != "low"]
+        stats["low_confidence"] = len(result.findings) - len(findings)
+    reported = findings
     if bpath is not None:
         if args.update_baseline:
             # A partial scan (files, --staged) updates the entries of what it scanned and keeps
@@ -101,7 +106,7 @@ def run_scan(args, repo, config, out_dir: Path, *, targets: list[str], explicit:
     if not (explicit or args.staged or args.no_git):
         try:  # the artefact other stages read (redacted findings only)
             atomic_write_json(out_dir / "scan" / "findings.json",
-                              {"findings": [f.to_json() for f in result.findings], "stats": stats})
+                              {"findings": [f.to_json() for f in reported], "stats": stats})
         except OSError as exc:
             log.warning("repoguard: could not write %s (%s)", out_dir / "scan", exc.strerror)
     if not args.quiet:

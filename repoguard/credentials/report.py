@@ -35,6 +35,7 @@ def to_text(findings: list[Finding], stats: dict) -> str:
         extra = f" (in {f.decoded})" if f.decoded else ""
         extra += f" (in the {f.found_in})" if f.found_in else ""
         extra += f" checksum={f.checksum}" if f.checksum else ""
+        extra += " confidence=low" if f.confidence == "low" else ""  # shown with --confidence low only
         head = ""
         hist = ""
         if f.commit:
@@ -132,6 +133,7 @@ def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
             "properties": {"location": f.location, "severity": f.severity,
                            "security-severity": SECURITY_SEVERITY.get(f.severity, "8.0"),
                            **({"checksum": f.checksum} if f.checksum else {}),
+                           **({"confidence": "low"} if f.confidence == "low" else {}),
                            **({"commit": f.commit, "author": f.author, "date": f.date,
                                "presentAtHead": f.present_at_head} if f.commit else {})},
         })

@@ -12,8 +12,8 @@ class Hit(NamedTuple):
     """A secret found by a detector: `start`/`end` are byte offsets of the value in the text.
     `rule`: the id of one of the detector's `rules` the hit is reported under ("" for the
     detector's own id). `veto`: not a finding but a span the detector rejected on purpose (a
-    vendor-named value of the wrong shape): the engine drops generic findings overlapping it (those of
-    `rule` only, when a veto names one)."""
+    vendor-named value of the wrong shape): the engine keeps generic findings overlapping it at low
+    confidence (those of `rule` only, when a veto names one): redacted, not reported by default."""
 
     start: int
     end: int

@@ -15,10 +15,14 @@ import re2
 from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder, is_reserved_host
 
-# scheme (RFC 3986 §3.1), userinfo without '/', '?', '#', '@', whitespace or quotes, then a host.
+# scheme (RFC 3986 §3.1, plus `_`: SQLAlchemy's `oracle+cx_oracle`), userinfo without '?', '#',
+# whitespace or quotes (the user may be empty: `redis://:password@host`), then a host. RFC 3986 wants '/' and '@' percent-encoded in a password, but
+# generated passwords hold them raw (base64's '/', a '@' typed in): the password runs to the last
+# '@' before the host, and may hold '/' unless what precedes the first '/' is a port (`host:8080/`).
 _URL = re2.compile(
-    rb"\b([A-Za-z][A-Za-z0-9+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{1,128})"
-    rb":([^\s@/?#\"'<>`\\]{1,256})@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})")
+    rb"\b([A-Za-z][A-Za-z0-9_+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{0,128})"
+    rb":([^\s@/?#\"'<>`\\][^\s?#\"'<>`\\]{0,255}?)@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})"
+    rb"(?:[/?#\"'<>`\\,;)\s]|$)")
 # A password spelled as a variable name of a credential (`aws_secret`, `uri_secret`, `db_pass`:
 # lower-case words joined by `_`, no digit, one of them a credential word) names the value it
 # stands for; scrapy's docs and tests write `s3://aws_key:aws_secret@bucket`.
@@ -35,6 +39,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
     for m in _URL.finditer(data):
         user, pw = m.group(2), m.group(3)
         a = m.start(3)
+        if b"/" in pw and (pw.split(b"/", 1)[0].isdigit() or b"//" in pw or b"@" in pw.split(b"/", 1)[1]):
+            continue  # `host:8080/path@x`: a port and a path, not a password; `@` after a `/` is a path's
         if b"," in pw:  # a multi-host authority (libpq, MongoDB): `h1:123,user:pw@h2`; the last segment's userinfo
             head, _, seg = pw.rpartition(b",")
             if b":" not in seg:
@@ -46,6 +52,8 @@ def find(data: bytes, path: str) -> Iterator[Hit]:
         raw = unquote_to_bytes(pw)
         if is_placeholder(raw, min_len=3) or raw.lower() == unquote_to_bytes(user).lower() or _names_a_credential(raw):
             continue
+        if not user and (len(raw) < 8 or raw.startswith(b":")):
+            continue  # `http://::@c@d:2` (WHATWG's URL tests): no user, a scrap of punctuation
         if any(c in b" \t" for c in raw) or (raw.isalpha() and raw.islower() and len(raw) < 8):
             continue  # "a secret", "org:repo": documentation, not a password
         if m.group(4).startswith(b"[") and not m.group(4).rstrip(b".").endswith(b"]"):

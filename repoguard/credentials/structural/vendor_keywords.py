@@ -11,11 +11,11 @@ looks generated (`tokens.random_token`, entropy, no placeholder). A hit is repor
 the row's own rule (`<id>-keyword`, tag `keyword-anchored`, medium severity: credentials.triage).
 
 The veto: a random-looking token in the window that no row of a documented-shape alias accepts
-is returned as a veto span: the engine drops `generic-api-key` / `generic-keyword-context` /
-`generic-hex-secret` / `generic-client-key` findings on it (a Mailgun-named value of the wrong
-length is no key at all). A token with a common key shape (`tokens.common_key_shape`:
-maybe a format the table lacks) is vetoed for the weak-evidence generic detectors only
-(`generic-keyword-context`, `generic-client-key`: engine.WEAK_GENERIC). A token with a row's
+is returned as a veto span: the engine keeps `generic-api-key` / `generic-keyword-context` /
+`generic-hex-secret` / `generic-client-key` findings on it at low confidence (a Mailgun-named
+value of the wrong length is no key of Mailgun's: not reported by default, still redacted from
+training text). A token with a common key shape (`tokens.common_key_shape`: maybe a format the
+table lacks) is vetoed the same way (SHAPE_REJECTED). A token with a row's
 prefix and length written in another alphabet (over a quarter of it outside the row's) is not
 vetoed at all: the docs state a length, the alphabet is often read off one example (a few
 characters outside it are a value edited by hand, which stays vetoed). Where a row says
@@ -41,6 +41,7 @@ from repoguard.credentials.vendor_table import VendorRow, default_vendor_table
 DIST = 40  # bytes between the vendor's name and its value (either side)
 TAGS = ("keyword-anchored",)
 CONTEXT_ONLY = "generic-keyword-context"  # a veto Hit's rule: veto the weak-evidence detectors only
+SHAPE_REJECTED = "vendor-shape-rejected"  # a veto Hit's rule: every generic rule (engine.SHAPE_REJECTED)
 NAME_ONLY = "name-only"  # a generic row's tag: a value another vendor's prefix owns is left to that vendor
 _TOKCH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-")
 _ALPHA = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -53,6 +54,7 @@ _DIGIT_BYTES = b"0123456789"
 _TOKEN = re.compile(rb"(?<![A-Za-z0-9+/_.~-])([A-Za-z0-9][A-Za-z0-9+/_~.-]{14,126}[A-Za-z0-9]={0,2})"
                     rb"(?![A-Za-z0-9+/=_.~-])")
 _HEX40 = re.compile(rb"[0-9a-f]{40}")  # a git object id
+_WORD_HEAD = re.compile(rb"[A-Za-z]{2,12}[-_]")  # `key-`, `secret_`: a word glued before a value
 _PASSWORD = re.compile(rb"(?i)pass|pwd")
 # A digest, not a credential: `--hash=sha256:…`, `"integrity": "sha512-…"`, `commit abc…`.
 _DIGEST_BEFORE = re.compile(rb"(?i)(?:sha[0-9]*|md5|hash|digest|integrity|checksum|etag|commit|rev(?:ision)?)"
@@ -96,10 +98,21 @@ def _looks_random(value: bytes, row: VendorRow) -> bool:
 # The name right before a value says it is an identifier, not a secret (`--org=<uuid>`, `project_id:`).
 _ID_BEFORE = re.compile(rb"(?i)(?:^|[^a-z])(?:org(?:ani[sz]ation)?|project|user|account|team|workspace|tenant|"
                         rb"request|trace|session|[a-z]*[_.-]?(?:id|uuid|guid))[\"']?[ \t]{0,4}[=:,(][ \t]{0,4}[\"']?$")
+# A REST path names the collection before a member's id (`…/apps/<uuid>/github/push`): an id, not a key.
+_COLLECTION_BEFORE = re.compile(rb"(?i)/(?:apps|projects|users|accounts|orgs|organi[sz]ations|teams|workspaces|"
+                                rb"tenants|sessions|pipelines|spaces|sites|services|environments|resources)/$")
+# A package lock's resolved URL carries the file's digest as its fragment (`…/pkg-1.2.4.tgz#<sha1>`).
+_ARCHIVE_HASH = re.compile(rb"(?i)\.(?:tgz|tar\.gz|tar\.bz2|tar\.xz|zip|whl|jar|gem|nupkg|crate)#$")
 
 
 def _identifier(data: bytes, s: int) -> bool:
-    return bool(_ID_BEFORE.search(data[max(0, s - 40):s]))
+    before = data[max(0, s - 40):s]
+    return bool(_ID_BEFORE.search(before) or _COLLECTION_BEFORE.search(before))
+
+
+def _archive_digest(data: bytes, s: int) -> bool:
+    """Is the value at `s` the `#` fragment of an archive's URL (a lock file's digest of it)?"""
+    return _ARCHIVE_HASH.search(data[max(0, s - 12):s]) is not None
 
 
 # A link in markup: a badge or image (`.. image::`, `![…](`, `<img src=`, `…/badge/…`, `.svg`).
@@ -295,8 +308,8 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             for a, b, v in found:
                 if names.find(1, a, b) >= 0:
                     continue  # the alias itself, or a word holding it
-                if _link_path(data, lo + a):
-                    taken[a:b] = b"\x01" * (b - a)  # an id in a badge link: no finding, and no veto
+                if _link_path(data, lo + a) or _archive_digest(data, lo + a):
+                    taken[a:b] = b"\x01" * (b - a)  # an id in a badge link, a file's digest: no finding, no veto
                     continue
                 if ok(lo + a, v):
                     out.setdefault((lo + a, lo + b), Hit(lo + a, lo + b, v, row.rule_id))
@@ -319,13 +332,21 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             if _other_alphabet(table, table.by_alias[alias], tok):
                 continue  # a row's length in another alphabet: perhaps the alphabet stated too narrowly
             if _generic_ok(data, a, tok, memo):
-                # A common key shape the rows reject: perhaps a format the table lacks. Only the
-                # weak-evidence detectors are vetoed (a secret word nearby, prose and log glue, a
-                # client's constructor); an assignment to a key's name still reports.
-                out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
+                # A common key shape that no documented shape of this vendor accepts: perhaps a
+                # format the table lacks, so every generic finding on it is kept at low confidence
+                # (redacted from training, not reported by default) rather than dropped.
+                out.setdefault((a, b, "veto"), Hit(a, b, tok, SHAPE_REJECTED, True))
                 continue
             if _memo(memo, "", tok, lambda: random_token(tok.rstrip(b"="))):
                 out.setdefault((a, b, "veto"), Hit(a, b, tok, "", True))
+                continue
+            # `key-<random>`, `secret_<random>`: a word glued before a random tail (the generic rules
+            # read the tail); the tail that fits no row is no key of this vendor's either.
+            pm = _WORD_HEAD.match(tok)
+            if pm is not None:
+                tail = tok[pm.end():]
+                if _memo(memo, "", tail, lambda: random_token(tail.rstrip(b"="))):
+                    out.setdefault((a + pm.end(), b, "veto"), Hit(a + pm.end(), b, tail, "", True))
     return list(out.values())
 
 
