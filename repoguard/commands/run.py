@@ -70,22 +70,12 @@ def run(args) -> int:
 
     from repoguard.commands._common import resolve_repo
     from repoguard.core.config import default_config_path
-    from repoguard.core.errors import InputError
     from repoguard.pipeline.context import RunSettings
     from repoguard.pipeline.runner import run_pipeline
 
-    for flag in ("steps", "max_length", "lora_r", "micro_batch_size", "audit_steps"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
-    for flag in ("batch_size", "clip_norm", "lr"):
-        v = getattr(args, flag)
-        if v is not None and not v > 0:
-            raise InputError(f"--{flag.replace('_', '-')}: must be > 0, got {v}")
-    from repoguard.commands.train import phase_overrides
-
-    phases = phase_overrides(args)
+    phases = check_flags(args)
     repo, config, out = resolve_repo(args)
+    check_config_flags(args, config)
     config_path = args.config or (str(default_config_path(repo.root))
                                   if default_config_path(repo.root).is_file() else None)
     quiet = args.quiet or args.json
@@ -122,6 +112,49 @@ def run(args) -> int:
     logging.getLogger("repoguard").debug("run summary: %s", summary)
     sys.stdout.flush()
     return 0
+
+
+def check_flags(args) -> dict:
+    """Every flag that needs no config, checked before any stage runs (issue 41 item 7: a bad
+    `--budget-fraction` surfaced only in the plan stage, after scan and analyze had re-run and
+    made the good plan stale). Returns the phase overrides (`train.phase_overrides`); raises
+    InputError, one line naming the flag."""
+    import math
+
+    from repoguard.commands.train import phase_overrides
+    from repoguard.core.errors import InputError
+    from repoguard.planning.limits import check_plan_values
+
+    for flag in ("max_length", "lora_r", "micro_batch_size", "audit_steps"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        raise InputError(f"--lr: must be > 0, got {args.lr}")
+    check_plan_values(batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm)
+    if args.c is not None and not (math.isfinite(args.c) and args.c >= 0):
+        raise InputError(f"--c: must be ≥ 0 (0 sweeps), not {args.c!r}")
+    f = args.budget_fraction
+    if f is not None and not 0 < f <= 1:
+        raise InputError(f"--budget-fraction: must be in (0, 1], not {f!r}")
+    return phase_overrides(args)
+
+
+def check_config_flags(args, config) -> None:
+    """The flags read against the config or the machine, before any stage runs: `--undetected`
+    (parsed with the config's defaults), `--model` (a local directory) and `--device`."""
+    from pathlib import Path
+
+    from repoguard.core.errors import InputError
+    from repoguard.planning.undetected import resolve
+
+    resolve(config, args.undetected)
+    if args.model is not None and not Path(args.model).is_dir():
+        raise InputError(f"--model: {args.model}: no such directory (a local Hugging Face checkpoint)")
+    if args.device not in ("", "auto"):
+        from repoguard.training.model import pick_device
+
+        pick_device(args.device)
 
 
 def _print(s: dict, con) -> None:
