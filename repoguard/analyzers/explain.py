@@ -70,8 +70,9 @@ def examples_of(inc: Incidence, secret_id: str, *, example_paths: list[str] | No
     # of its own and says why.
     out = []
     for p in sorted(set(by_path) | set(ids_by_path)):
-        row = {"path": p, "example_ids": ids_by_path.get(p, []), "evidence": [_ev(e) for e in _order(by_path[p])]}
-        if p not in by_path:
+        own = by_path.get(p, [])
+        row = {"path": p, "example_ids": ids_by_path.get(p, []), "evidence": [_ev(e) for e in _order(own)]}
+        if not own:
             row["via"] = "identical text (a deduplicated example) in a tied file"
         out.append(row)
     return {"secret": secret_id, "examples": out}
