@@ -150,3 +150,22 @@ def test_ledger_show_gives_each_secrets_bound_against_its_target(make_repo, caps
     assert "target r" in text and "within target" in text
     row = next(line for line in text.splitlines() if "pricing" in line)
     assert f"{want:.3g}" in row and "0.01" in row and "yes" in row
+
+
+# -- item 13: what a run leaves the next one, in words -------------------------------------------------
+def test_the_run_summary_says_when_the_next_run_has_no_budget_left():
+    from repoguard.commands.run import budget_left
+
+    spent_floor = {"bound_ratio_max": 0.97, "binding_secret": "alpha-strategy",
+                   "undetected_floor": {"enabled": True, "k": 1, "p": 1e-10, "r": 1e-3, "achieved_bound": 0.00099999}}
+    got = budget_left(spent_floor)
+    assert got["tightest"] == "the undetected-secret floor (k = 1)" and got["spent"] == pytest.approx(1.0, abs=1e-4)
+    assert "must add far more noise, or is refused" in got["line"] and "--budget-fraction 0.5" in got["line"]
+    half = {"bound_ratio_max": 0.498, "binding_secret": "alpha-strategy",
+            "undetected_floor": {"enabled": True, "k": 1, "p": 1e-10, "r": 1e-3, "achieved_bound": 0.0005}}
+    line = budget_left(half)["line"]
+    assert line.startswith("50% of the tightest target (the undetected-secret floor (k = 1)") and "refused" not in line
+    off = {"bound_ratio_max": 0.3, "binding_secret": "s", "undetected_floor": {"enabled": False, "k": 1,
+                                                                              "achieved_bound": 0.9, "r": 1e-3}}
+    assert budget_left(off)["tightest"] == "secret s"
+    assert budget_left({"bound_ratio_max": None, "undetected_floor": None}) is None

@@ -105,6 +105,7 @@ def run(args) -> int:
 
         with run_lock(out):
             summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
+    summary["budget_left"] = None if args.no_dp else budget_left(summary)
     if args.json:
         print_json(summary)
     elif not args.quiet:
@@ -183,6 +184,8 @@ def _print(s: dict, con) -> None:
         ("report", s["report"] or "—"),
         ("ledger", s["ledger"]),
     ]
+    if s.get("budget_left"):
+        rows.append(("privacy budget left for the next run", s["budget_left"]["line"]))
     if s.get("exposures"):
         rows.append(("exposed by a clear phase (bound 1, acknowledged)",
                      "; ".join(f"{x['secret']} by {x['run_id']} ({x['n_examples']} examples)" for x in s["exposures"])))
@@ -194,6 +197,36 @@ def _print(s: dict, con) -> None:
     for k, v in rows:
         t.add_row(k, str(v))
     con.print(t)
+
+
+# At or above this share of a target spent, the next run on the ledger has (almost) no headroom.
+SPENT = 0.99
+
+
+def budget_left(s: dict) -> dict | None:
+    """What this run leaves the next run on the same ledger, in words (issue 41 item 13): the
+    tightest account (a secret, by its cumulative achieved bound over r, or the undetected-secret
+    floor) and the share of its target this run's plan brings it to. At `SPENT` or more the next
+    run must add far more noise or is refused (measured on the fixture: at the default budget
+    fraction 1 the next plan is refused by the floor; at 0.5 run 1's σ is 1.06× and run 2's
+    3.2×), and the line says how to keep headroom. Returns {"tightest", "spent", "line"} or None
+    (no plan)."""
+    cands = []
+    if s.get("bound_ratio_max") is not None:
+        cands.append((float(s["bound_ratio_max"]), f"secret {s.get('binding_secret')}"))
+    fl = s.get("undetected_floor") or {}
+    if fl.get("enabled", True) and fl.get("achieved_bound") is not None and fl.get("r"):
+        cands.append((float(fl["achieved_bound"]) / float(fl["r"]), f"the undetected-secret floor (k = {fl.get('k')})"))
+    if not cands:
+        return None
+    spent, who = max(cands)
+    if spent >= SPENT:
+        line = (f"none: this run brings {who} to its target ({spent:.0%} of r), so a next run on this ledger "
+                "must add far more noise, or is refused; `--budget-fraction 0.5` (what --scheduled uses) keeps "
+                "half of the headroom for later runs at a little more noise now")
+    else:
+        line = f"{1 - spent:.0%} of the tightest target ({who}: this run brings it to {spent:.0%} of r)"
+    return {"tightest": who, "spent": spent, "line": line}
 
 
 def _floor_cell(fl: dict | None) -> str:
