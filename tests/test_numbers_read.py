@@ -169,3 +169,21 @@ def test_the_run_summary_says_when_the_next_run_has_no_budget_left():
                                                                               "achieved_bound": 0.9, "r": 1e-3}}
     assert budget_left(off)["tightest"] == "secret s"
     assert budget_left({"bound_ratio_max": None, "undetected_floor": None}) is None
+
+
+def test_the_run_summary_shows_the_worst_secrets_ratio_not_a_never_sampled_secrets_prior():
+    from rich.console import Console
+
+    from repoguard.commands.run import _print, budget_left
+
+    s = {"ran": ["plan"], "skipped": [], "credentials_found": 3, "files": 10, "examples": 40, "secrets": 36,
+         "incidences": 72, "retained_fraction": 0.58, "sigma": 1.47, "batch_size": 16.0, "steps": 200,
+         "bound_ratio_min": 1e-7, "bound_ratio_max": 0.976, "binding_secret": "alpha-strategy",
+         "undetected_floor": {"enabled": True, "k": 1, "p": 1e-10, "r": 1e-3, "achieved_bound": 0.000999},
+         "adapter": None, "report": None, "ledger": "ledger.jsonl"}
+    s["budget_left"] = budget_left(s)
+    con = Console(record=True, width=400)
+    _print(s, con)
+    text = con.export_text()
+    assert "1e-07" not in text and "0.976 (tightest: alpha-strategy)" in text
+    assert "privacy budget left for the next run" in text and "must add far more noise" in text

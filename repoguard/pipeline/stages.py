@@ -280,7 +280,7 @@ class plan:
 
     @staticmethod
     def describe(info):
-        bounds = (f"achieved/target bound {info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}"
+        bounds = (f"achieved/target bound of the worst secret {info['bound_ratio_max']:.3g}"
                   if info.get("bound_ratio_max") is not None else NO_SECRETS)
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
                 f"retained Σw/n = {info['retained_fraction']:.3f}, {bounds}"
