@@ -52,11 +52,10 @@ class PeriodicEval:
         else:
             self.path = published
         self.history, self._pending_base = [], None
-        # a killed run's history is in the running file; a finished one's in eval.json
-        found = next((f for f in (self.path, Path(train_dir) / "eval.json") if f.is_file()), None)
-        if resume and found is not None:
+        # the killed run's history: eval.json holds the last *completed* run's, not this one's
+        if resume and self.path.is_file():
             try:
-                old = json.loads(found.read_text(encoding="utf-8")).get("history", [])
+                old = json.loads(self.path.read_text(encoding="utf-8")).get("history", [])
             except (OSError, ValueError):
                 old = []
             self.history = [h for h in old if h.get("step", 1 << 62) <= start]
