@@ -208,10 +208,10 @@ def budget_left(s: dict) -> dict | None:
     """What this run leaves the next run on the same ledger, in words (issue 41 item 13): the
     tightest account (a secret, by its cumulative achieved bound over r, or the undetected-secret
     floor) and the share of its target this run's plan brings it to. At `SPENT` or more the next
-    run must add far more noise or is refused (measured on the fixture: at the default budget
-    fraction 1 the next plan is refused by the floor; at 0.5 run 1's σ is 1.06× and run 2's
-    3.2×), and the line says how to keep headroom. Returns {"tightest", "spent", "line"} or None
-    (no plan)."""
+    run must add far more noise or is refused (`bench/budget_fraction.py`: at the default budget
+    fraction 1 the fixture's next plan is refused by the floor and getmoto/moto's needs 46× the
+    noise; at 0.5 run 1's σ is 1.06× / 1.04× that of f = 1 and run 2's 3.2× / 1.31× run 1's),
+    and the line says how to keep headroom. Returns {"tightest", "spent", "line"} or None (no plan)."""
     cands = []
     if s.get("bound_ratio_max") is not None:
         cands.append((float(s["bound_ratio_max"]), f"secret {s.get('binding_secret')}"))
