@@ -145,7 +145,7 @@ def test_train_refuses_a_hand_edited_sigma(repo, capsys):
     out = repo / ".repoguard"
     pj = out / "plan" / "plan.json"
     doc = json.loads(pj.read_text())
-    assert doc["digest"] and set(doc["extra"]["inputs"]) == {"config", "corpus", "incidence"}
+    assert doc["digest"] and set(doc["extra"]["inputs"]) == {"config", "floor", "corpus", "incidence"}
     doc["sigma"] = 1e-4
     pj.write_text(json.dumps(doc, indent=2))
     rc, _, err = _cli(capsys, "train", *TRAIN, str(repo))

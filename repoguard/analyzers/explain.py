@@ -76,9 +76,18 @@ def examples_of(inc: Incidence, secret_id: str, *, example_paths: list[str] | No
     for e in inc.evidence:
         if e.secret_id == secret_id:
             by_path[e.path].append(e)
-    return {"secret": secret_id, "examples": [
-        {"path": p, "example_ids": ids_by_path.get(p, []), "evidence": [_ev(e) for e in _order(by_path[p])]}
-        for p in sorted(by_path)]}
+    # Every tied example is listed, so the count is `analyze`'s |E_j| (issue 41 item 17: 71 against
+    # 72). An example whose text several files share is stored once under its first file's path;
+    # when only another of those files carries the evidence, that path is listed with no evidence
+    # of its own and says why.
+    out = []
+    for p in sorted(set(by_path) | set(ids_by_path)):
+        own = by_path.get(p, [])
+        row = {"path": p, "example_ids": ids_by_path.get(p, []), "evidence": [_ev(e) for e in _order(own)]}
+        if not own:
+            row["via"] = "identical text (a deduplicated example) in a tied file"
+        out.append(row)
+    return {"secret": secret_id, "examples": out}
 
 
 def relative_path(repo_root: Path, target: str) -> str:
@@ -151,6 +160,8 @@ def render_secret(answer: dict) -> str:
     lines = [f"{answer['secret']}: {len(ex)} file(s), {n} example(s)"]
     for x in ex:
         lines.append(f"  {x['path']} ({len(x['example_ids'])} example(s))")
+        if x.get("via"):
+            lines.append(f"    {x['via']}")
         for e in x["evidence"]:
             lines.append(f"    {e['analyzer']:<11} {e['reason']}")
     return "\n".join(lines)

@@ -57,8 +57,10 @@ def run(args) -> int:
     runs = [{k: e.get(k) for k in ("seq", "run_id", "time", "status", "sigma", "batch_size", "steps",
                                    "steps_completed", "plan_digest", "randomness", "floor")} for e in read_entries(path)]
     if args.json:
+        bounds = secret_bounds(path, out, config)
         print_json({"ledger": str(path), "runs": runs, "insecure": insecure,
-                    "spent": {k: {"kl": v[0], "renyi": v[1], "insecure_runs": insecure.get(k, [])}
+                    "spent": {k: {"kl": v[0], "renyi": v[1], "insecure_runs": insecure.get(k, []),
+                                  **(bounds.get(k) or {})}
                               for k, v in totals.items()}, **exp})
         return 0
     if not args.quiet:
@@ -74,17 +76,53 @@ def run(args) -> int:
                       f"{r['batch_size']:g}", f"{r['steps_completed']}/{r['steps']}", str(n),
                       _floor_cell(r.get("floor")))
         con.print(t)
-        t = Table(title="spent per secret (sum over runs)")
-        for col in ("secret", "KL (nats)", "Rényi orders recorded"):
+        t = Table(title="spent per secret (sum over runs): certified bound against target")
+        for col in ("secret", "bound", "target r", "prior p", "within target", "certified by", "KL (nats)",
+                    "Rényi orders recorded"):
             t.add_column(col)
+        bounds = secret_bounds(path, out, config)
         for k, (kl, ren) in sorted(totals.items()):
-            t.add_row(k + (" (undetected-secret floor)" if k.startswith("@undetected") else ""), f"{kl:.4g}",
-                      str(len(ren)))
+            b = bounds.get(k)
+            cells = (("?", "?", "?", "? (secret not in the incidence or config)", "—") if b is None else
+                     (f"{b['bound']:.3g}", f"{b['r']:g}", f"{b['p']:g}", "yes" if b["within"] else "NO",
+                      b["how"]))
+            t.add_row(k + (" (undetected-secret floor)" if k.startswith("@undetected") else ""), *cells,
+                      f"{kl:.4g}", str(len(ren)))
         con.print(t)
         for line in insecure_lines(insecure):
             con.print(line, markup=False, style="bold red")
         _print_exposures(con, exp)
     return 0
+
+
+def secret_bounds(path, out, config) -> dict:
+    """{secret id or floor account: {"bound", "p", "r", "within", "how"}}: where each secret the
+    ledger holds stands after every recorded run, certified by the runs' accountant
+    (`accounting.spent_bounds.spent_bound`), against its target (p, r) from the incidence in `out`
+    (declared and credential secrets), else the config's declared secrets; floor accounts
+    ("@undetected:k=K") against the config's `[defaults] undetected` when its k matches."""
+    from repoguard.accounting.ledger import spending
+    from repoguard.accounting.spent_bounds import spent_bound
+
+    targets = {s.id: (s.p, s.r) for s in config.secrets}
+    try:
+        from repoguard.analyzers.incidence import load_incidence
+
+        targets.update({s.id: (s.p, s.r) for s in load_incidence(out).secrets})
+    except Exception:  # noqa: BLE001 - no or unreadable incidence: the config's targets only
+        pass
+    und = config.undetected
+    targets[und.account] = (und.p, und.r)
+    spent, pairs = spending(path)
+    cache: dict = {}
+    res = {}
+    for k, (kl, ren) in spent.items():
+        if k not in targets:
+            continue
+        p, r = targets[k]
+        b, how = spent_bound(kl, ren, p, pairs.get(k), cache=cache)
+        res[k] = {"bound": b, "p": p, "r": r, "within": bool(b <= r * (1 + 1e-9)), "how": how}
+    return res
 
 
 def latest_records(runs: list[dict]) -> list[tuple[dict, int]]:

@@ -42,7 +42,7 @@ def run(args) -> int:
 def _run(args, config, out) -> int:
     from repoguard.accounting.ledger import spending, verify
     from repoguard.commands._common import print_json
-    from repoguard.core.errors import InputError
+    from repoguard.core.errors import InputError, PolicyError
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import build_plan, save_plan
     from repoguard.planning.summary import CalibrationProgress, plan_summary
@@ -50,12 +50,16 @@ def _run(args, config, out) -> int:
     pc = config.plan
     clip = args.clip_norm if args.clip_norm is not None else pc.clip_norm
     c = 0.0 if args.sweep else (args.c if args.c is not None else pc.c)
-    for flag, v in (("--batch-size", args.batch_size), ("--steps", args.steps), ("--clip-norm", clip)):
-        if v is not None and not v > 0:
-            raise InputError(f"{flag}: must be > 0, not {v!r}")
-    if c < 0:
-        raise InputError(f"--c: must be > 0, not {c!r}")
+    from repoguard.planning.limits import check_plan_values
+
+    check_plan_values(batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm)
+    check_plan_values(clip_norm=clip, names={"clip_norm": "[plan] clip_norm"})
+    if not (c >= 0 and c < float("inf")):
+        raise InputError(f"--c: must be ≥ 0 (0 sweeps), not {c!r}")
     inc = load_incidence(out)
+    from repoguard.source.corpus import check_corpus
+
+    check_corpus(out, inc.example_ids)     # the corpus `train` reads, verified now (issue 41 item 8)
     from repoguard.analyzers.unmatched import warn
 
     warn(inc.summary.get("unmatched") or {})
@@ -66,16 +70,23 @@ def _run(args, config, out) -> int:
     # the same choice as `run`'s plan stage: flag, else [plan] in the file, else the batch rule
     choice = choose_batch(config, untied_count(inc, pc), batch_size=args.batch_size, steps=args.steps)
     batch, steps = choice["batch_size"], choice["steps"]
+    check_plan_values(batch_size=batch, steps=steps, names={"batch_size": "[plan] batch_size", "steps": "[plan] steps"})
     from repoguard.accounting.published import check_published, mark_insecure
 
     check_published(out, out / "ledger.jsonl")       # a deleted ledger never resets the budget
+    # The whole chain and every side file, as `repoguard ledger verify` checks them (issue 41 item 9):
+    # `spending` alone checks the last entry's files, and `train` would refuse the plan later.
+    check = verify(out / "ledger.jsonl")
+    if not check["ok"]:
+        raise PolicyError(f"{out / 'ledger.jsonl'}: ledger fails verification ({check['problems'][0]}); "
+                          "refusing to plan against it (`repoguard ledger verify` lists every problem)")
     ledger, pairs = spending(out / "ledger.jsonl")
     from repoguard.accounting.exposures import mark_plan, plan_exposures
 
     exposures, clear_runs = plan_exposures(out / "ledger.jsonl", inc, config.ledger.acknowledged_exposures,
                                            config_path=config.path)
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
-    head = verify(out / "ledger.jsonl").get("last_hash") or "0" * 64
+    head = check.get("last_hash") or "0" * 64
     from repoguard.planning import undetected
 
     floor = undetected.plan_kwargs(undetected.resolve(config, args.undetected), out / "ledger.jsonl",
@@ -93,9 +104,9 @@ def _run(args, config, out) -> int:
             progress.close()
     plan.extra["ledger_head"] = head
     plan.extra["batch_rule"] = choice
-    from repoguard.core.provenance import analysis_config_digest
+    from repoguard.core.provenance import plan_config_inputs
 
-    plan.extra["inputs"] = {"config": analysis_config_digest(config)}    # save_plan adds corpus, incidence
+    plan.extra["inputs"] = plan_config_inputs(config)    # save_plan adds corpus, incidence
     mark_insecure(plan, out / "ledger.jsonl")
     mark_plan(plan, exposures, clear_runs)
     target = save_plan(plan, out)

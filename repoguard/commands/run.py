@@ -70,22 +70,12 @@ def run(args) -> int:
 
     from repoguard.commands._common import resolve_repo
     from repoguard.core.config import default_config_path
-    from repoguard.core.errors import InputError
     from repoguard.pipeline.context import RunSettings
     from repoguard.pipeline.runner import run_pipeline
 
-    for flag in ("steps", "max_length", "lora_r", "micro_batch_size", "audit_steps"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
-    for flag in ("batch_size", "clip_norm", "lr"):
-        v = getattr(args, flag)
-        if v is not None and not v > 0:
-            raise InputError(f"--{flag.replace('_', '-')}: must be > 0, got {v}")
-    from repoguard.commands.train import phase_overrides
-
-    phases = phase_overrides(args)
+    phases = check_flags(args)
     repo, config, out = resolve_repo(args)
+    check_config_flags(args, config)
     config_path = args.config or (str(default_config_path(repo.root))
                                   if default_config_path(repo.root).is_file() else None)
     quiet = args.quiet or args.json
@@ -115,6 +105,7 @@ def run(args) -> int:
 
         with run_lock(out):
             summary = run_pipeline(repo, config, config_path=config_path, out=out, settings=settings, say=say)
+    summary["budget_left"] = None if args.no_dp else budget_left(summary)
     if args.json:
         print_json(summary)
     elif not args.quiet:
@@ -122,6 +113,49 @@ def run(args) -> int:
     logging.getLogger("repoguard").debug("run summary: %s", summary)
     sys.stdout.flush()
     return 0
+
+
+def check_flags(args) -> dict:
+    """Every flag that needs no config, checked before any stage runs (issue 41 item 7: a bad
+    `--budget-fraction` surfaced only in the plan stage, after scan and analyze had re-run and
+    made the good plan stale). Returns the phase overrides (`train.phase_overrides`); raises
+    InputError, one line naming the flag."""
+    import math
+
+    from repoguard.commands.train import phase_overrides
+    from repoguard.core.errors import InputError
+    from repoguard.planning.limits import check_plan_values
+
+    for flag in ("max_length", "lora_r", "micro_batch_size", "audit_steps"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        raise InputError(f"--lr: must be > 0, got {args.lr}")
+    check_plan_values(batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm)
+    if args.c is not None and not (math.isfinite(args.c) and args.c >= 0):
+        raise InputError(f"--c: must be ≥ 0 (0 sweeps), not {args.c!r}")
+    f = args.budget_fraction
+    if f is not None and not 0 < f <= 1:
+        raise InputError(f"--budget-fraction: must be in (0, 1], not {f!r}")
+    return phase_overrides(args)
+
+
+def check_config_flags(args, config) -> None:
+    """The flags read against the config or the machine, before any stage runs: `--undetected`
+    (parsed with the config's defaults), `--model` (a local directory) and `--device`."""
+    from pathlib import Path
+
+    from repoguard.core.errors import InputError
+    from repoguard.planning.undetected import resolve
+
+    resolve(config, args.undetected)
+    if args.model is not None and not Path(args.model).is_dir():
+        raise InputError(f"--model: {args.model}: no such directory (a local Hugging Face checkpoint)")
+    if args.device not in ("", "auto"):
+        from repoguard.training.model import pick_device
+
+        pick_device(args.device)
 
 
 def _print(s: dict, con) -> None:
@@ -144,7 +178,8 @@ def _print(s: dict, con) -> None:
         ("retained fraction Σw/n", num(s["retained_fraction"], ".3f")),
         *([("least retained declared secrets", "\n".join(lines))] if (lines := secret_lines(s.get("least_retained"))) else []),
         ("noise multiplier σ", f"{num(s['sigma'])} (B = {num(s['batch_size'], 'g')}, T = {num(s['steps'], 'd')})"),
-        ("achieved/target bound", f"{num(s['bound_ratio_min'], '.3g')} … {num(s['bound_ratio_max'], '.3g')}"
+        # the worst secret's ratio only: the smallest is p/r of a secret no example of which is sampled
+        ("achieved/target bound, worst secret", f"{num(s['bound_ratio_max'], '.3g')}"
                                   f" (tightest: {s['binding_secret']})" if s["bound_ratio_max"] is not None
                                   or s["secrets"] != 0 else NO_SECRETS),
         ("undetected floor (k untied examples)", _floor_cell(s.get("undetected_floor"))),
@@ -152,6 +187,8 @@ def _print(s: dict, con) -> None:
         ("report", s["report"] or "—"),
         ("ledger", s["ledger"]),
     ]
+    if s.get("budget_left"):
+        rows.append(("privacy budget left for the next run", s["budget_left"]["line"]))
     if s.get("exposures"):
         rows.append(("exposed by a clear phase (bound 1, acknowledged)",
                      "; ".join(f"{x['secret']} by {x['run_id']} ({x['n_examples']} examples)" for x in s["exposures"])))
@@ -163,6 +200,36 @@ def _print(s: dict, con) -> None:
     for k, v in rows:
         t.add_row(k, str(v))
     con.print(t)
+
+
+# At or above this share of a target spent, the next run on the ledger has (almost) no headroom.
+SPENT = 0.99
+
+
+def budget_left(s: dict) -> dict | None:
+    """What this run leaves the next run on the same ledger, in words (issue 41 item 13): the
+    tightest account (a secret, by its cumulative achieved bound over r, or the undetected-secret
+    floor) and the share of its target this run's plan brings it to. At `SPENT` or more the next
+    run must add far more noise or is refused (`bench/budget_fraction.py`: at the default budget
+    fraction 1 the fixture's next plan is refused by the floor and getmoto/moto's needs 46× the
+    noise; at 0.5 run 1's σ is 1.06× / 1.04× that of f = 1 and run 2's 3.2× / 1.31× run 1's),
+    and the line says how to keep headroom. Returns {"tightest", "spent", "line"} or None (no plan)."""
+    cands = []
+    if s.get("bound_ratio_max") is not None:
+        cands.append((float(s["bound_ratio_max"]), f"secret {s.get('binding_secret')}"))
+    fl = s.get("undetected_floor") or {}
+    if fl.get("enabled", True) and fl.get("achieved_bound") is not None and fl.get("r"):
+        cands.append((float(fl["achieved_bound"]) / float(fl["r"]), f"the undetected-secret floor (k = {fl.get('k')})"))
+    if not cands:
+        return None
+    spent, who = max(cands)
+    if spent >= SPENT:
+        line = (f"none: this run brings {who} to its target ({spent:.0%} of r), so a next run on this ledger "
+                "must add far more noise, or is refused; `--budget-fraction 0.5` (what --scheduled uses) keeps "
+                "half of the headroom for later runs at a little more noise now")
+    else:
+        line = f"{1 - spent:.0%} of the tightest target ({who}: this run brings it to {spent:.0%} of r)"
+    return {"tightest": who, "spent": spent, "line": line}
 
 
 def _floor_cell(fl: dict | None) -> str:

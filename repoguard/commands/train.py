@@ -59,7 +59,6 @@ def phase_overrides(args) -> dict:
 
 def run(args) -> int:
     import logging
-    import os
 
     from repoguard.commands._common import resolve_repo
     from repoguard.core.errors import InputError
@@ -81,17 +80,21 @@ def run(args) -> int:
                        checkpoint_every=args.checkpoint_every, seed=args.seed, **phase_overrides(args))
     from contextlib import nullcontext
 
-    from repoguard.core.provenance import analysis_config_digest
+    from repoguard.core.provenance import analysis_config_digest, floor_digest
     from repoguard.pipeline.scheduled import run_lock
 
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
                       insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,
                       show_progress=not args.quiet, floor=(config.defaults.p, config.defaults.r),
-                      config_digest=analysis_config_digest(config))
-    # One command at a time spends privacy or writes OUT (issue 32 A); under torchrun rank 0 holds it.
-    with run_lock(out) if int(os.environ.get("RANK", "0")) == 0 else nullcontext():
+                      config_digest=analysis_config_digest(config), floor_digest=floor_digest(config))
+    from repoguard.training.ddp import launched_rank
+
+    # One command at a time spends privacy or writes OUT (issue 32 A); under a real torchrun launch
+    # rank 0 holds it for the job, and only a real launch lets a process skip it (issue 41 item 3).
+    rank = launched_rank() or 0
+    with run_lock(out) if rank == 0 else nullcontext():
         report = run_training(root=repo.root, out=out, cfg=cfg, opts=opts)
-    if int(os.environ.get("RANK", "0")) != 0:    # under torchrun only rank 0 reports
+    if rank != 0:    # under torchrun only rank 0 reports
         return 0
     if args.json:
         print_json(report)

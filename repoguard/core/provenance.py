@@ -44,18 +44,34 @@ def analysis_config_digest(config) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+def floor_digest(config) -> str:
+    """SHA-256 of the canonical JSON of the config's `[defaults] undetected` (the undetected-secret
+    floor's k, p, r and whether it is on). A plan records it (`plan.extra["inputs"]["floor"]`):
+    the floor sets σ, so tightening it after `plan` must make `train` refuse the plan (issue 41
+    item 4) although the analysis (corpus, incidence) is unchanged."""
+    body = json.dumps(config.undetected.record(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def plan_config_inputs(config) -> dict:
+    """What a plan records of the config it was made with: {"config": `analysis_config_digest`,
+    "floor": `floor_digest`} (`save_plan` adds the corpus and incidence digests)."""
+    return {"config": analysis_config_digest(config), "floor": floor_digest(config)}
+
+
 def artefact_digests(out: Path) -> dict:
     """{"corpus", "incidence"}: `tree_digest` of `out/corpus` and `out/incidence`."""
     out = Path(out)
     return {"corpus": tree_digest(out / "corpus"), "incidence": tree_digest(out / "incidence")}
 
 
-def check_plan_inputs(plan, out: Path, *, config_digest: str | None) -> None:
+def check_plan_inputs(plan, out: Path, *, config_digest: str | None, floor: str | None = None) -> None:
     """Refuse a plan whose inputs changed since it was made: the plan files' own digest
     (`plan.digest`, checked by `load_plan`; None = an edited or older plan), the corpus and
     incidence in `out` against the digests the plan recorded (`plan.extra["inputs"]`), and, when
     `config_digest` (`analysis_config_digest` of the config in use) is given, the config against
-    the plan's and the incidence's (`incidence/summary.json` "config_digest").
+    the plan's and the incidence's (`incidence/summary.json` "config_digest"), and when `floor`
+    (`floor_digest` of the config in use) is given, the config's undetected floor against the plan's.
 
     Raises InputError naming the artefact and what to re-run."""
     out = Path(out)
@@ -72,6 +88,9 @@ def check_plan_inputs(plan, out: Path, *, config_digest: str | None) -> None:
         if rec.get(name) != now[name]:
             raise InputError(f"{out / name}: changed since the plan was made (re-analysed?); its examples or "
                              "secrets are not what the plan accounted for. Re-run `repoguard plan`")
+    if floor is not None and rec.get("floor") != floor:
+        raise InputError(f"{pj}: the config's [defaults] undetected (the undetected-secret floor) changed since "
+                         "the plan was made; re-run `repoguard plan`")
     if config_digest is None:
         return
     if rec.get("config") != config_digest:

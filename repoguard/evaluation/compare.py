@@ -340,7 +340,7 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
               "seconds": time.perf_counter() - t0, "steps": total,
               "eval_rows": ev.es.slice_rows(),
               "protection": "floor" if ap.protected else "reference", "meets_floor": ap.meets_floor,
-              "floor": ap.floor}
+              "meets_targets": ap.meets_targets, "floor": ap.floor}
     if phases is not None:
         t1 = ctx.phase1[1]
         result["undetected_floor"] = phases["undetected_floor"]["both"] if "undetected_floor" in phases else None
@@ -416,7 +416,8 @@ def _sweep(ctx: _Ctx, protected: list[str], und, levels, doc: dict, key: dict) -
             fl = res.get("floor") or {}
             arms.setdefault(name, []).append(
                 {"r": float(r), "sigma": res["sigma"], "public_loss": _pub(res["slices"]),
-                 "floor_bound": fl.get("bound"), "meets_floor": res.get("meets_floor"),
+                 "floor_bound": fl.get("bound"),
+                 "meets_floor": False if res.get("meets_targets") is False else res.get("meets_floor"),
                  "sum_w_over_n": res.get("sum_w_over_n"), "seconds": res.get("seconds"),
                  "phase1_sigma": (res.get("phase1") or {}).get("sigma")})
     refs = {name: {"public_loss": _pub(res["slices"]), "floor_bound": (res.get("floor") or {}).get("bound"),
@@ -477,9 +478,12 @@ def floor_title(doc: dict) -> str:
 
 
 def protection_label(r: dict) -> str:
-    """'meets floor' / 'FAILS floor' / 'declared only' (floor off) / 'reference (no floor)'."""
+    """'meets floor' / 'FAILS floor' / 'FAILS targets' (a declared secret's certified bound above
+    its r) / 'declared only' (floor off) / 'reference (no floor)'."""
     if r.get("protection") == "reference":
         return "reference (no floor)"
+    if r.get("meets_targets") is False and r.get("meets_floor") is not False:
+        return "FAILS targets"
     m = r.get("meets_floor")
     return "declared only" if m is None and r.get("protection") else "meets floor" if m else \
         "FAILS floor" if m is False else "—"
@@ -492,7 +496,7 @@ def format_table(doc: dict) -> str:
     (`protection_label`), wall time; with a floor sweep, `format_levels` below it."""
     base = doc["base"]
     k = (doc.get("floor") or {}).get("k", 1)
-    head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", f"floor k={k}",
+    head = ("arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "max bound/r", f"floor k={k}",
             "protection", "s")
     rows = [("base", "—", "—", *_cells(base.get("public")), *_cells(base.get("secret-tied")),
              "—", "—", "—", "—")]
@@ -500,8 +504,9 @@ def format_table(doc: dict) -> str:
         fb = (r.get("floor") or {}).get("bound")
         if fb is None:
             fb = (r.get("undetected_floor") or {}).get("1")
+        # the worst secret only: the smallest ratio is p/r of a secret the arm never samples
         br = ("≤ 1 (calibrated)" if name == "uniform" and r["bound_ratio_max"] is None else "—"
-              if r["bound_ratio_max"] is None else f"{r['bound_ratio_min']:.2g}…{r['bound_ratio_max']:.2g}")
+              if r["bound_ratio_max"] is None else f"{r['bound_ratio_max']:.2g}")
         label = f"{name} (+{r['phase1']['steps']} public)" if r.get("phase1") else name
         if r.get("synthesis"):
             from repoguard.evaluation.synth_arm import synth_label

@@ -2,9 +2,11 @@
 
 `PeriodicEval` is the trainer's evaluation hook (`training.trainer.train(evaluator=…)`): the
 trainer calls `begin` before its first step and `after` once per finished step; the results go to
-`OUT/train/eval.json` (rewritten atomically after each evaluation) and, as "eval" / "eval_base"
-keys, onto those steps' lines of `train_log.jsonl`. A resumed run continues eval.json's history
-up to its checkpoint's step.
+`OUT/train/eval.json.running` (rewritten atomically after each evaluation; the trainer renames it
+to `eval.json` when it publishes the adapter and privacy report, so a killed run never leaves a
+published eval.json of another run than the adapter's, issue 41 item 11) and, as "eval" /
+"eval_base" keys, onto those steps' lines of `train_log.jsonl`. A resumed run continues the
+history up to its checkpoint's step.
 
 For a published private run (`public_only`), the secret-tied held-out slices are functions of
 secret text that the accountant does not count: the full history goes to the owner-only
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from repoguard.core.artefacts import atomic_write_json
 from repoguard.evaluation.metrics import Evaluator, headline
+
+RUNNING = "eval.json.running"   # the run's eval.json until the trainer publishes it
 
 
 class PeriodicEval:
@@ -39,14 +43,16 @@ class PeriodicEval:
     def begin(self, train_dir: str | Path, *, start: int, resume: bool, public_only: bool = False) -> None:
         """Load the history a resumed run continues, else evaluate the model as it is (the base
         model for a fresh run, logged as "eval_base") and write eval.json."""
-        self.public_path = Path(train_dir) / "eval.json" if public_only else None
+        published = Path(train_dir) / RUNNING
+        self.public_path = published if public_only else None
         if public_only:
             from repoguard.training.randomness import secure_dir
 
             self.path = secure_dir(Path(train_dir) / "internal") / "eval.json"
         else:
-            self.path = Path(train_dir) / "eval.json"
+            self.path = published
         self.history, self._pending_base = [], None
+        # the killed run's history: eval.json holds the last *completed* run's, not this one's
         if resume and self.path.is_file():
             try:
                 old = json.loads(self.path.read_text(encoding="utf-8")).get("history", [])

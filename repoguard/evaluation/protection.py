@@ -102,6 +102,15 @@ class ArmPlan:
     phase1: tuple | None = None
 
     @property
+    def meets_targets(self) -> bool | None:
+        """True when every declared secret's certified bound is ≤ its r (and the floor is met
+        when enabled), False when one is not; None for a reference arm (nothing to meet)."""
+        if not self.protected:
+            return None
+        ok = all(s.achieved_bound <= s.r * (1 + 1e-9) for s in self.plan.secrets)
+        return ok and self.meets_floor is not False
+
+    @property
     def meets_floor(self) -> bool | None:
         """True when the floor is enabled and this arm's cumulative floor bound is ≤ r; None
         when the floor is off (nothing to meet)."""
@@ -145,6 +154,41 @@ def base_floor(base_plan, defaults=None):
 
 def arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapshot | None = None,
              phase1: tuple[float, int] | None = None) -> ArmPlan:
+    """`_arm_plan` (below), then every secret this arm never samples re-certified from the ledger
+    alone by the run's accountant (`recertify_unsampled`)."""
+    ap = _arm_plan(name, base_plan, incidence, floor=floor, snap=snap, phase1=phase1)
+    if ap.private:
+        recertify_unsampled(ap.plan, incidence, snap or LedgerSnapshot())
+    return ap
+
+
+def recertify_unsampled(plan, incidence, snap: LedgerSnapshot) -> None:
+    """A secret none of whose examples the arm samples (ρ = 0: drop-dp, or w = 0 in a hush arm)
+    stands where the ledger left it; the calibration reports its divergence bounds only, which
+    for a secret the earlier run certified by the Neyman–Pearson bound are above its target.
+    Replace each such bound above r by `spent_bounds.spent_bound` (the same accountant as the run,
+    `plan.accountant` "best"), in place (issue 41 item 12)."""
+    from repoguard.accounting.spent_bounds import spent_bound
+
+    if plan.accountant != "best" or not plan.secrets:
+        return
+    csc = incidence.matrix.tocsc()
+    col = {s.id: j for j, s in enumerate(incidence.secrets)}
+    cache: dict = {}
+    for i, s in enumerate(plan.secrets):
+        j = col.get(s.id)
+        if j is None or s.achieved_bound <= s.r or s.binding == "exposed":
+            continue
+        if np.any(plan.rho[csc.indices[csc.indptr[j]:csc.indptr[j + 1]]] > 0):
+            continue
+        kl0, ren0 = snap.spent.get(s.id, (0.0, {}))
+        b, how = spent_bound(kl0, ren0, s.p, snap.pairs.get(s.id), cache=cache)
+        if b < s.achieved_bound:
+            plan.secrets[i] = dataclasses.replace(s, achieved_bound=b, binding=f"{how} (ledger)")
+
+
+def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapshot | None = None,
+              phase1: tuple[float, int] | None = None) -> ArmPlan:
     """The plan of arm `name` at floor `floor` (a `config.Undetected`; None: the base plan's,
     `base_floor`) against ledger snapshot `snap` (None: an empty ledger), with the base plan's B,
     T, C, cap, c rule, accountant, adjacency and held-out split. `phase1` = (B₁, T₁) of the

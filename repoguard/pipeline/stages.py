@@ -187,32 +187,15 @@ def run_targets(secrets, ledger_spent: dict, fraction: float, ledger_pairs: dict
     later runs, so after night k the binding secret sits near (1 − (1−f)^k)·r (DESIGN.md
     "Ledger"); f = 1 spends all of it. A secret already at or over r keeps r (the plan then
     refuses it). Secrets with the same history share one Neyman–Pearson evaluation."""
-    import json
-
-    import numpy as np
-
-    from repoguard.accounting.bounds import kl_bound, renyi_bound
-    from repoguard.accounting.divergences import Mixture
-    from repoguard.accounting.pld import pair_from_record, pld_bound
+    from repoguard.accounting.spent_bounds import spent_bound
 
     if fraction >= 1:
         return list(secrets)
-    nothing = Mixture(np.zeros(1, dtype=np.int64), np.zeros(1), 0)
     cache: dict[tuple, float] = {}
     out = []
     for s in secrets:
         kl0, ren0 = ledger_spent.get(s.id, (0.0, {}))
-        b0 = float(kl_bound(kl0, s.p))
-        for a, v in ren0.items():
-            b0 = min(b0, float(renyi_bound(v, float(a), s.p)))
-        recs = (ledger_pairs or {}).get(s.id)
-        if recs and b0 > s.p:
-            key = (json.dumps(recs, sort_keys=True), s.p)
-            if key not in cache:
-                hist = tuple(pair_from_record(d) for d in recs)
-                cache[key] = float(pld_bound(nothing, 0.0, 0, s.p, history=hist)[0][0])
-            b0 = min(b0, cache[key])
-        b0 = max(b0, s.p)
+        b0, _ = spent_bound(kl0, ren0, s.p, (ledger_pairs or {}).get(s.id), cache=cache)
         out.append(dataclasses.replace(s, r=b0 + fraction * (s.r - b0)) if b0 < s.r else s)
     return out
 
@@ -239,6 +222,9 @@ class plan:
             if not params[k] > 0:
                 raise _input(f"--{k.replace('_', '-')}: must be > 0, not {params[k]!r}")
         inc = load_incidence(ctx.out)
+        from repoguard.source.corpus import check_corpus
+
+        check_corpus(ctx.out, inc.example_ids)      # as `repoguard plan` does (issue 41 item 8)
         from repoguard.analyzers.unmatched import warn
 
         if "analyze" not in ctx.ran:   # analyze warned already when it ran in this run
@@ -272,9 +258,9 @@ class plan:
         p.extra["ledger_head"] = head
         p.extra["budget_fraction"] = frac
         p.extra["batch_rule"] = _batch_choice(ctx)
-        from repoguard.core.provenance import analysis_config_digest
+        from repoguard.core.provenance import plan_config_inputs
 
-        p.extra["inputs"] = {"config": analysis_config_digest(ctx.config)}     # save_plan adds the rest
+        p.extra["inputs"] = plan_config_inputs(ctx.config)     # save_plan adds the rest
         mark_insecure(p, ctx.ledger)
         mark_plan(p, exposures, clear_runs)
         target = save_plan(p, ctx.out)
@@ -298,7 +284,7 @@ class plan:
 
     @staticmethod
     def describe(info):
-        bounds = (f"achieved/target bound {info['bound_ratio_min']:.3g}…{info['bound_ratio_max']:.3g}"
+        bounds = (f"achieved/target bound of the worst secret {info['bound_ratio_max']:.3g}"
                   if info.get("bound_ratio_max") is not None else NO_SECRETS)
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
                 f"retained Σw/n = {info['retained_fraction']:.3f}, {bounds}"
@@ -338,12 +324,12 @@ class train:
         from repoguard.pipeline.train_stage import RunOptions, run_training
 
         s = ctx.settings
-        from repoguard.core.provenance import analysis_config_digest
+        from repoguard.core.provenance import analysis_config_digest, floor_digest
 
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
                           insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
                           floor=(ctx.config.defaults.p, ctx.config.defaults.r),
-                          config_digest=analysis_config_digest(ctx.config))
+                          config_digest=analysis_config_digest(ctx.config), floor_digest=floor_digest(ctx.config))
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],

@@ -32,6 +32,7 @@ class RunOptions:
     show_progress: bool = True
     floor: tuple[float, float] = (1e-10, 1e-3)  # default (p, r): a noised phase 1's target
     config_digest: str | None = None     # `provenance.analysis_config_digest` of the config in use
+    floor_digest: str | None = None      # `provenance.floor_digest` of the config in use
 
 
 def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions,
@@ -65,7 +66,7 @@ def run_training(*, root: Path, out: Path, cfg: TrainingConfig, opts: RunOptions
     from repoguard.core.provenance import check_plan_inputs
 
     # The plan must be the one `plan` wrote (digest) for this config, corpus and incidence (issue 32 E, I).
-    check_plan_inputs(plan, out, config_digest=opts.config_digest)
+    check_plan_inputs(plan, out, config_digest=opts.config_digest, floor=opts.floor_digest)
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, plan.example_ids, redactor=default_redactor(out, root))
     dist = init_from_env()

@@ -94,7 +94,13 @@ def choose_batch(config: Config, n_untied: int, *, batch_size: float | None = No
 
 
 def batch_rule_line(rec: dict | None) -> str:
-    """The one line `plan` and `run` print about where B and T came from."""
+    """The one line `plan` and `run` print about where B and T came from: each value with its own
+    source when they differ ("B = 256 (default rule), T = 20 (given)": a B from the batch rule is
+    never labelled as given, issue 41 item 17)."""
     if not rec:
         return ""
+    src = rec.get("sources") or {}
+    if src.get("batch_size") and src.get("steps") and src["batch_size"] != src["steps"]:
+        return (f"B = {rec['batch_size']:g} ({src['batch_size']}), T = {rec['steps']} ({src['steps']}): "
+                f"{rec['rule']}")
     return f"B = {rec['batch_size']:g}, T = {rec['steps']} ({rec['source']}): {rec['rule']}"

@@ -230,7 +230,10 @@ def _left_out(plan, inc, excluded: dict | None, *, limit: int = 30) -> dict:
         reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
     per_dir = sorted(dirs.values(), key=lambda d: (d["retained"] if d["retained"] is not None else 2.0, d["directory"]))
     per_secret = [r for r in ret["per_secret"] if r["examples"]]
-    return {"per_secret": per_secret[:limit], "n_secrets": len(per_secret), "per_directory": per_dir[:limit],
+    # "n_secrets": those with training examples; "n_secrets_all": every secret (a secret whose
+    # examples are all held out has none to retain, issue 41 item 17: "of 35" beside 36 secrets)
+    return {"per_secret": per_secret[:limit], "n_secrets": len(per_secret),
+            "n_secrets_all": len(ret["per_secret"]), "per_directory": per_dir[:limit],
             "n_directories": len(dirs), "corpus_reasons": dict(sorted(reasons.items())),
             "retained": ret.get("retained"), "n_train": ret.get("n_train")}
 

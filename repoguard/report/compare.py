@@ -44,7 +44,7 @@ def collect_compare(out: Path) -> dict | None:
     for name, r in sorted(doc["arms"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
         arms[name] = {k: r.get(k) for k in ("sigma", "private", "sum_w_over_n", "slices", "curve", "bound_ratio_min",
                                             "bound_ratio_max", "undetected_floor", "seconds", "steps", "protection",
-                                            "meets_floor", "floor", "phase1")}
+                                            "meets_floor", "meets_targets", "floor", "phase1")}
     risk = _read(cdir / "risk.json")
     return {"base": doc.get("base") or {}, "eval_set": doc.get("eval_set") or {}, "split": doc.get("split"),
             "arms": arms, "risk": risk if isinstance(risk, dict) and risk.get("top") is not None else None,
@@ -140,13 +140,13 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
              'bound covers, and the reference arms carry no floor guarantee. Keep this page inside the security '
              'team.</p>']
     k = (doc.get("floor") or {}).get("k", 1)
-    head = ["arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "bound/r", f"floor k={k}",
+    head = ["arm", "σ", "Σw/n", "public loss", "acc", "EM", "tied loss", "acc", "EM", "max bound/r", f"floor k={k}",
             "protection", "s"]
     rows = [[td("base"), td(None), td(None), *_cells(doc["base"].get("public"), td),
              *_cells(doc["base"].get("secret-tied"), td), td(None), td(None), td(None), td(None)]]
     classes = [""]
     for name, r in doc["arms"].items():
-        br = (f'{r["bound_ratio_min"]:.2g}…{r["bound_ratio_max"]:.2g}' if r.get("bound_ratio_max") is not None
+        br = (f'{r["bound_ratio_max"]:.2g}' if r.get("bound_ratio_max") is not None   # the worst secret
               else "≤ 1 (calibrated)" if name == "uniform" else "—")
         fl = (r.get("floor") or {}).get("bound")
         if fl is None:
@@ -156,7 +156,8 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                      *_cells((r.get("slices") or {}).get("secret-tied"), td), td(br),
                      td(fl, True, ".2g") if fl is not None else td("none"), td(protection_label(r)),
                      td(r.get("seconds"), True, ".0f")])
-        classes.append("bad" if r.get("meets_floor") is False and r.get("protection") != "reference" else "")
+        classes.append("bad" if (r.get("meets_floor") is False or r.get("meets_targets") is False)
+                       and r.get("protection") != "reference" else "")
     parts.append(table(head, rows, classes=classes))
     rep = doc.get("repeats")
     if rep:

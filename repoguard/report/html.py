@@ -276,11 +276,21 @@ def _left_out(lo: dict | None) -> str:
             'example is sampled at rate ∝ w, so over a group <b>Σw/n</b> is the share trained on at full '
             'rate and the rest is what protecting the group\'s secrets costs. Examples tied to no secret '
             'keep w = 1; held-out (evaluation) examples are counted apart.</p>'
-            f'<p>Per secret (the {len(srows)} least retained of {lo["n_secrets"]}):</p>'
+            f'<p>Per secret (the {len(srows)} least retained of {lo["n_secrets"]} secrets with training '
+            f'examples{_no_training(lo)}):</p>'
             + _table(["secret", "examples", "Σw", "retained %", "left out %"], srows)
             + f'<p>Per top-level directory (the {len(drows)} least retained of {lo["n_directories"]}):</p>'
             + _table(["directory", "training examples", "tied to a secret", "Σw", "retained %", "held out (evaluation)",
                       "files left out of the corpus"], drows))
+
+
+def _no_training(lo: dict) -> str:
+    """'; 1 more has none (…)' when some secrets have no training example to retain."""
+    extra = int(lo.get("n_secrets_all", lo["n_secrets"])) - int(lo["n_secrets"])
+    if extra <= 0:
+        return ""
+    return (f"; {extra} more {'has' if extra == 1 else 'have'} none (every example held out for evaluation, "
+            "or no example at all)")
 
 
 def _sweep_note(sweep: list[dict]) -> str:

@@ -471,6 +471,8 @@ def save_corpus(corpus: Corpus, out_dir: str | Path) -> Path:
 
     from repoguard.core.artefacts import FORMAT_VERSION, atomic_dir, atomic_write_json
 
+    from repoguard.core.artefacts import file_sha256
+
     target = Path(out_dir) / "corpus"
     with atomic_dir(target) as tmp:
         cols = {k: [getattr(e, k) for e in corpus.examples] for k in Example.__dataclass_fields__}
@@ -482,8 +484,34 @@ def save_corpus(corpus: Corpus, out_dir: str | Path) -> Path:
         atomic_write_json(tmp / "excluded.json", {
             "format_version": FORMAT_VERSION, "root": str(corpus.root), "duplicates": corpus.duplicates,
             "excluded": [asdict(e) for e in corpus.excluded], "stats": corpus.stats(),
+            "sha256": {name: file_sha256(tmp / name) for name in CORPUS_TABLES},
         })
     return target
+
+
+# The corpus tables, with their SHA-256 recorded in excluded.json ("sha256") when written: parquet
+# pages carry no checksum, so a flipped byte reads back as another example's offsets or blob SHA and
+# was blamed on a source file by `train` (issue 41 item 8). `load_corpus` checks them, as `load_plan`
+# checks plan.npz against plan.json's digest.
+CORPUS_TABLES = ("examples.parquet", "file_examples.parquet")
+
+
+def _check_tables(d: Path, meta: dict) -> None:
+    """Each corpus table against the SHA-256 excluded.json recorded (corpora written before the
+    record are read as they are). Raises InputError naming the file."""
+    from repoguard.core.artefacts import file_sha256
+
+    want = meta.get("sha256") if isinstance(meta, dict) else None
+    if not isinstance(want, dict):
+        return
+    for name in CORPUS_TABLES:
+        try:
+            have = file_sha256(d / name)
+        except OSError as exc:
+            raise InputError(f"{d / name}: unreadable corpus table ({exc.strerror}); re-run `repoguard analyze`") from None
+        if have != want.get(name):
+            raise InputError(f"{d / name}: corrupt corpus table (its SHA-256 is not the one `analyze` recorded in "
+                             "excluded.json); re-run `repoguard analyze`")
 
 
 def _example_schema():
@@ -497,13 +525,15 @@ def _example_schema():
 
 def load_corpus(out_dir: str | Path, root: str | Path | None = None) -> Corpus:
     """Read `out_dir/corpus/`; `root` overrides the recorded repository root. Raises InputError
-    naming the file when it is missing or corrupt."""
+    naming the file when it is missing or corrupt (a table whose SHA-256 is not the recorded one,
+    `_check_tables`)."""
     import pyarrow.parquet as pq
 
     d = Path(out_dir) / "corpus"
     from repoguard.core.artefacts import read_json
 
     meta = read_json(d / "excluded.json", what="corpus (run `repoguard analyze`)")
+    _check_tables(d, meta)
     try:
         t = pq.read_table(d / "examples.parquet").to_pydict()
         fe = pq.read_table(d / "file_examples.parquet").to_pydict()
@@ -517,6 +547,20 @@ def load_corpus(out_dir: str | Path, root: str | Path | None = None) -> Corpus:
         file_examples=dict(zip(fe["path"], (list(x) for x in fe["examples"]))),
         duplicates=int(meta.get("duplicates", 0)),
     )
+
+
+def check_corpus(out_dir: str | Path, example_ids: Sequence[str]) -> None:
+    """Verify `out_dir/corpus/` before a plan is made on it: its tables read back whole, match the
+    SHA-256 `analyze` recorded (`load_corpus`), and hold exactly `example_ids` (the incidence's
+    rows) in order. Raises InputError naming the file. An output directory with no corpus at all
+    (an incidence built by other means) has nothing to verify: `train` says it is missing."""
+    if not (Path(out_dir) / "corpus").is_dir():
+        return
+    corpus = load_corpus(out_dir)
+    if corpus.example_ids() != list(example_ids):
+        f = Path(out_dir) / "corpus" / "examples.parquet"
+        raise InputError(f"{f}: its examples are not the incidence's ({len(corpus.examples)} against "
+                         f"{len(example_ids)}; corrupt or from another analysis); re-run `repoguard analyze`")
 
 
 def corpus_digest(corpus: Corpus) -> str:

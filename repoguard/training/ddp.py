@@ -62,6 +62,22 @@ class Dist:
             dist.barrier()
 
 
+def launched_rank() -> int | None:
+    """This process's rank when a real distributed launch started it, else None. torchrun sets
+    RANK, WORLD_SIZE, LOCAL_RANK and MASTER_ADDR for every worker; a stray `RANK=1` in a plain
+    shell (WORLD_SIZE unset or 1) is not a launch, and the command must then take the run lock
+    like any other (issue 41 item 3: `RANK=1 repoguard train` trained beside a locked run)."""
+    env = os.environ
+    try:
+        world = int(env.get("WORLD_SIZE", "1"))
+        rank = int(env.get("RANK", "0"))
+    except ValueError:
+        return None
+    if world <= 1 or not env.get("LOCAL_RANK") or not env.get("MASTER_ADDR"):
+        return None
+    return rank
+
+
 def init_from_env(*, backend: str | None = None) -> Dist:
     """Join the process group torchrun describes (RANK, WORLD_SIZE, MASTER_ADDR…); a plain
     process gets `Dist()`. Backend: nccl when CUDA is available, else gloo."""

@@ -13,7 +13,10 @@ Outputs under `train_dir` (`OUT/train/`):
     privacy_report.json   σ, B, T, C, steps completed, randomness, per-secret achieved bound
     eval.json             with an evaluator: held-out metrics of the base model (step 0), every
                           N steps and at the end (`repoguard.evaluation.periodic`); the same
-                          results ride on those steps' log lines ("eval", "eval_base")
+                          results ride on those steps' log lines ("eval", "eval_base"); written
+                          as eval.json.running and renamed into place with the logs when the run
+                          completes, so the published adapter, privacy report and eval.json
+                          always describe one run (a run without an evaluator removes it then)
 
 Why the per-step batch statistics stay out of what is published: the realised batch size
 N_t = Σ_i 1[i ∈ batch_t] is not covered by the accountant. It is independent of the secret's
@@ -285,8 +288,6 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     evals = evaluator if dist.is_main else None
     if evals is not None:
         evals.begin(train_dir, start=start, resume=resume, public_only=split)
-    elif dist.is_main and not resume:
-        (train_dir / "eval.json").unlink(missing_ok=True)     # would describe another run
     if bar is not None:
         bar.update(bar.task_ids[0], eval=_eval_label(evals))
     try:
@@ -333,9 +334,20 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             if on_step is not None:
                 on_step(steps_done)
     except BaseException as exc:
-        if recording and steps_done > start:
-            # Count everything computed, checkpointed or not.
-            record(steps_done, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        # An interrupted run (Ctrl-C, SIGTERM) keeps its checkpoints for --resume; a failed run, or
+        # one whose record the ledger refuses, never resumes: its checkpoints (sampler and noise
+        # generator state of its steps) are deleted (issue 41 item 3).
+        resumable = isinstance(exc, KeyboardInterrupt)
+        try:
+            if recording and steps_done > start:
+                # Count everything computed, checkpointed or not.
+                record(steps_done, "interrupted" if resumable else "failed")
+        except BaseException:
+            resumable = False
+            raise
+        finally:
+            if not resumable and dist.is_main:
+                _discard_checkpoints(ckpt_dir)
         raise
     finally:
         if old_term is not None:
@@ -353,10 +365,14 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
     report.update(report_extra or {})
     if publish and dist.is_main:
         if settings.private:   # recorded *before* the adapter exists: no unrecorded release
-            record(total, "completed")
-            if ledger.recorded_steps(run_id) != total:
-                raise PrivacyInvariantError(f"{ledger.path}: run {run_id} is not recorded as completed; "
-                                            "the adapter is not published")
+            try:
+                record(total, "completed")
+                if ledger.recorded_steps(run_id) != total:
+                    raise PrivacyInvariantError(f"{ledger.path}: run {run_id} is not recorded as completed; "
+                                                "the adapter is not published")
+            except BaseException:
+                _discard_checkpoints(ckpt_dir)      # a refused run leaves no generator state behind
+                raise
             report["ledger_head"] = ledger.head     # `plan` refuses a ledger that lacks it (issue 32 J)
         elif ledger is not None:
             log.warning("--no-dp: the adapter carries no privacy guarantee; nothing recorded in the ledger")
@@ -365,7 +381,11 @@ def train(*, model, seqs: Sequence[np.ndarray], pad_id: int, plan, train_dir: st
             model.save_pretrained(tmp, save_embedding_layers=False)
         atomic_write_json(train_dir / "privacy_report.json", report)
     if dist.is_main:
-        for name in ("train_log.jsonl", f"{INTERNAL}/steps.jsonl"):   # the run is complete: publish its logs
+        if evals is None:      # an earlier run's held-out metrics would describe another adapter
+            for f in (train_dir / "eval.json", _running(train_dir / "eval.json")):
+                f.unlink(missing_ok=True)
+        # the run is complete: publish its logs and held-out metrics beside its adapter
+        for name in ("train_log.jsonl", f"{INTERNAL}/steps.jsonl", "eval.json"):
             if _running(train_dir / name).is_file():
                 os.replace(_running(train_dir / name), train_dir / name)
         _retire_checkpoints(ckpt_dir, keep=settings.keep_final_checkpoint)
@@ -407,6 +427,13 @@ def _mode(settings: TrainSettings) -> str:
     if not settings.private:
         return "seeded"
     return INSECURE if settings.insecure_reproducible else SECURE
+
+
+def _discard_checkpoints(ckpt_dir: Path) -> None:
+    """Delete every checkpoint of a run that failed or was refused: they hold the sampler and
+    noise generator states of steps no completed run accounts for, and nothing may resume them."""
+    for old in sorted(ckpt_dir.glob("step-*")) if ckpt_dir.is_dir() else ():
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _retire_checkpoints(ckpt_dir: Path, *, keep: bool) -> None:
