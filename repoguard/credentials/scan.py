@@ -249,7 +249,7 @@ class Scanner:
             for patch in repo.iter_patches("HEAD", since=since, all_refs=all_refs):
                 commits.append(patch.commit)
                 advance()
-                for path, _, text, lines in _group_added(patch.added, patch.commit.sha):
+                for path, text, lines in patch.texts():     # raw bytes: no per-line decode (issue 45)
                     if not (self.exclude(path) or self.engine.path_allowed(path)):
                         yield path, patch.commit.sha, text, lines
 
