@@ -155,3 +155,16 @@ def test_line_blocks_cut_long_lines_across_reads():
     for chunk in (1, 3, 8, 64):
         got = [ln for block in _iter_line_blocks(io.BytesIO(data), 10, chunk_size=chunk) for ln in block]
         assert got == [b"a", b"x" * 10, b"bb", b"", b"y" * 7 + b"\r", b"z"], chunk
+
+
+def test_hunk_headers_parse_like_the_reference_regex():
+    """`_hunk_start` (the history's million hunk headers, by hand) agrees with `_HUNK` on the
+    usual forms and on malformed ones (which fall back to the regex)."""
+    from repoguard.source.gitrepo import _HUNK, _hunk_start
+
+    cases = [b"@@ -1 +1 @@", b"@@ -0,0 +1,3 @@", b"@@ -10,2 +12 @@ def f():", b"@@ -1, +2 @@", b"@@ -a +2 @@",
+             b"@@ -1 +2,x @@", b"@@@ -1 +2 @@", b"@@ -1 +2 @@@", b"@@ -1,2,3 +4 @@", b"@@ -1 +2", b"@@ -1 +22",
+             b"@@ -1 +\xd9\xa3 @@", b"@@  -1 +2 @@", b"@@ -1 +2, @@", b"@@ -1 +-2 @@", b"@@ -+1 +2 @@"]
+    for c in cases:
+        m = _HUNK.match(c)
+        assert _hunk_start(c) == (int(m.group(1)) if m else 0), c

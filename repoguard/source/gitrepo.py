@@ -511,6 +511,21 @@ def _parse_name_status(rest: str) -> Iterator[Change]:
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
+def _hunk_start(raw: bytes) -> int:
+    """The new-side start line of a hunk header "@@ -a[,b] +c[,d] @@…" (0 if malformed): `_HUNK`
+    by hand for the usual form, as a history has a million hunks; the regex decides the rest."""
+    parts = raw.split(b" ", 4)
+    if len(parts) >= 4 and parts[0] == b"@@" and parts[3] == b"@@" and parts[1][:1] == b"-" \
+            and parts[2][:1] == b"+":
+        old, old_comma, old_n = parts[1][1:].partition(b",")
+        new, comma, new_n = parts[2][1:].partition(b",")
+        if old.isdigit() and new.isdigit() and (not old_n or old_n.isdigit()) \
+                and (not comma or new_n.isdigit()) and (not old_comma or old_n):
+            return int(new)
+    m = _HUNK.match(raw)
+    return int(m.group(1)) if m else 0
+
+
 def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool) -> Iterator[Patch]:
     """Parse `git log -p -U0` / `git diff -U0` output into Patches of added lines.
 
@@ -555,8 +570,7 @@ def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool)
                 nums = None
                 continue
             if raw.startswith(b"@@"):
-                m = _HUNK.match(raw)
-                lineno = int(m.group(1)) if m else 0
+                lineno = _hunk_start(raw)
     if have_any:
         yield current
 
@@ -610,11 +624,15 @@ def _iter_line_blocks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 
             if i < 0:
                 continue
             chunk, skipping = chunk[i + 1:], False
-        parts = (buf + chunk if buf else chunk).split(b"\n")
+        data = buf + chunk if buf else chunk
+        parts = data.split(b"\n")
         buf = parts.pop()
         if len(buf) > max_line_chars:
             parts.append(buf)
             buf, skipping = b"", True
-        yield [ln if len(ln) <= max_line_chars else ln[:max_line_chars] for ln in parts]
+        if len(data) <= max_line_chars:
+            yield parts                  # no line can be longer than what was read (the usual case)
+        else:
+            yield [ln if len(ln) <= max_line_chars else ln[:max_line_chars] for ln in parts]
     if buf:
         yield [buf]
