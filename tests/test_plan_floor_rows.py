@@ -13,10 +13,12 @@ from repoguard.analyzers.incidence import Incidence, Secret
 from repoguard.core.config import Undetected
 from repoguard.planning.plan import build_plan
 from repoguard.planning.undetected import FloorAccount, untied_rho
-from repoguard.planning.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
+from repoguard.planning.weighting import SweepRow, pick_c, secret_caps, solve_weights
 
 B, T = 20.0, 10
 FLOOR = Undetected(1, 1e-10, 1e-3)
+# three c: two the floor sets (one of them calibrated for the c without the floor), one the secrets set
+SWEEP = (2.0, 8.0, 32.0)
 
 
 def _incidence() -> Incidence:
@@ -56,7 +58,7 @@ def _full_rows(inc: Incidence) -> list[SweepRow]:
 
 def test_rows_the_floor_sets_skip_the_secrets_calibration_and_keep_the_choice():
     inc = _incidence()
-    plan = build_plan(inc, batch_size=B, steps=T, floor=FLOOR)
+    plan = build_plan(inc, batch_size=B, steps=T, floor=FLOOR, sweep=SWEEP)
     full = _full_rows(inc)
     rows = plan.extra["sweep"]
     assert [r["c"] for r in rows] == list(SWEEP)
@@ -67,6 +69,7 @@ def test_rows_the_floor_sets_skip_the_secrets_calibration_and_keep_the_choice():
         assert got["sigma"] >= ref.sigma / (1 + 2e-5)
     floor_rows = [r for r in rows if r["sigma_secrets"] is None]
     assert floor_rows, "some c should take the floor's σ without calibrating its secrets"
+    assert any(r["sigma"] == r["sigma_secrets"] for r in rows), "some c should be set by the secrets"
     # the c without the floor: the one the rule picks on every row's full σ_secrets
     want = pick_c([SweepRow(r.c, 0.0, r.sum_w, r.sigma_secrets, r.sum_w / r.sigma_secrets, {}) for r in full]).c
     assert plan.extra["floor_bought"]["c_without_floor"] == want
