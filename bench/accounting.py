@@ -96,9 +96,11 @@ def main() -> None:
     csc = m.tocsc()
     rhos = [rho[csc.indices[csc.indptr[j]:csc.indptr[j + 1]]] for j in range(n_sec)]
 
-    t = time.perf_counter()
+    t, tc = time.perf_counter(), time.process_time()
     best = calibrate(rhos, p, r, steps, method="best")
     out["calibrate_best_s"] = time.perf_counter() - t
+    out["calibrate_best_cpu_s"] = time.process_time() - tc     # CPU of every thread (BLAS's too)
+    out["load"] = open("/proc/loadavg").read().split()[:3]
     out["calibrate_best_stats"] = best.stats
     t = time.perf_counter()
     ren = calibrate(rhos, p, r, steps, method="renyi")
@@ -126,7 +128,8 @@ def main() -> None:
           f"{out['peak_rss_mb_after_lp']:.0f} MB   (target < 300 s)")
     print(f"calibration, best: σ = {best.sigma:.5g} in {out['calibrate_best_s']:.1f} s "
           f"({best.stats['groups']:,} groups, {best.stats['evaluations']:,} evaluations, "
-          f"{best.stats['pld_evaluations']:,} Neyman–Pearson evaluations"
+          f"{best.stats['pld_evaluations']:,} Neyman–Pearson evaluations, {out['calibrate_best_cpu_s']:.1f} s CPU, "
+          f"load {' '.join(out['load'])}"
           f"{', budget spent' if best.stats['pld_budget_spent'] else ''})   (target ≤ 120 s)")
     bind = {}
     for b in best.evals.binding:

@@ -104,3 +104,24 @@ def test_refused_neyman_pearson_passes_are_counted():
     assert none.stats["pld_evaluations"] == 0 and none.stats["pld_budget_spent"]
     assert none.stats["pld_refused_groups"] >= 1
     assert none.sigma >= full.sigma
+
+
+@pytest.mark.parametrize("method", ["best", "kl"])
+def test_passes_at_agrees_with_the_calibrated_sigma(method):
+    """`passes_at` (issue 45: the plan asks it instead of calibrating when it only compares the
+    secrets' σ with the floor's) says yes at the calibrated σ and no just below it."""
+    from repoguard.accounting.calibrate import passes_at
+
+    rhos, p, r = _instance(2, 12)
+    steps = 200
+    sigma = calibrate(rhos, p, r, steps, method=method).sigma
+    assert passes_at(rhos, p, r, steps, sigma, method=method)
+    assert passes_at(rhos, p, r, steps, sigma * 1.5, method=method)
+    assert not passes_at(rhos, p, r, steps, sigma * (1 - 1e-3), method=method)
+    # earlier spending that alone breaks a target: no σ passes
+    spent = np.zeros(len(p))
+    spent[0] = 50.0
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+
+    assert not passes_at(rhos, p, r, steps, sigma * 10, method="kl", spent_kl=spent,
+                         spent_renyi=np.zeros((len(p), len(DEFAULT_ALPHAS))))

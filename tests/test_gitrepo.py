@@ -129,3 +129,42 @@ def test_huge_single_line_is_cut_while_streaming(make_repo):
     repo = GitRepo(make_repo({"big.txt": big}))
     (patch,) = list(repo.iter_patches(max_line_chars=1000))
     assert len(patch.added) == 1 and 900 < len(patch.added[0].text) <= 1000
+
+
+def test_added_lines_come_back_as_the_committed_bytes(make_repo):
+    """`Patch.texts()` (the history scan's input, issue 45) is each path's added lines joined by
+    "\\n", byte for byte: invalid UTF-8, a CR and a form feed stay inside their line (lines are
+    split on "\\n" only), and `added` decodes the same lines."""
+    body = b"ok = 1\r\nbad = b'\xff\xfe'\x0cff\nlast\n"
+    repo = GitRepo(make_repo({"odd.py": body}))
+    (patch,) = list(repo.iter_patches())
+    ((path, text, lines),) = list(patch.texts())
+    assert path == "odd.py" and lines == [1, 2, 3]
+    assert text == body.rstrip(b"\n")
+    assert [a.text.encode("utf-8", "surrogateescape") for a in patch.added] == body.rstrip(b"\n").split(b"\n")
+
+
+def test_line_blocks_cut_long_lines_across_reads():
+    """Lines split across reads are joined; an over-long one is cut to its head and its rest
+    skipped however many reads it spans."""
+    import io
+
+    from repoguard.source.gitrepo import _iter_line_blocks
+
+    data = b"a\n" + b"x" * 50 + b"\nbb\n\n" + b"y" * 7 + b"\r\nz"
+    for chunk in (1, 3, 8, 64):
+        got = [ln for block in _iter_line_blocks(io.BytesIO(data), 10, chunk_size=chunk) for ln in block]
+        assert got == [b"a", b"x" * 10, b"bb", b"", b"y" * 7 + b"\r", b"z"], chunk
+
+
+def test_hunk_headers_parse_like_the_reference_regex():
+    """`_hunk_start` (the history's million hunk headers, by hand) agrees with `_HUNK` on the
+    usual forms and on malformed ones (which fall back to the regex)."""
+    from repoguard.source.gitrepo import _HUNK, _hunk_start
+
+    cases = [b"@@ -1 +1 @@", b"@@ -0,0 +1,3 @@", b"@@ -10,2 +12 @@ def f():", b"@@ -1, +2 @@", b"@@ -a +2 @@",
+             b"@@ -1 +2,x @@", b"@@@ -1 +2 @@", b"@@ -1 +2 @@@", b"@@ -1,2,3 +4 @@", b"@@ -1 +2", b"@@ -1 +22",
+             b"@@ -1 +\xd9\xa3 @@", b"@@  -1 +2 @@", b"@@ -1 +2, @@", b"@@ -1 +-2 @@", b"@@ -+1 +2 @@"]
+    for c in cases:
+        m = _HUNK.match(c)
+        assert _hunk_start(c) == (int(m.group(1)) if m else 0), c

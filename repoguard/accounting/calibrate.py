@@ -415,22 +415,9 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
     past it, secrets are certified by divergences alone and σ can only come out larger.
     `progress(done, total)` is called as groups are checked. Raises `Infeasible` naming the
     secrets for which no σ ≤ SIGMA_MAX works; ValueError on bad arguments."""
-    p = np.asarray(priors, float)
-    r = np.asarray(targets, float)
-    ns = len(p)
-    if r.shape != (ns,) or len(secret_rhos) != ns:
-        raise ValueError("secret_rhos, priors and targets must have one entry per secret")
-    if ns and (np.any(~(p > 0)) or np.any(~(r < 1)) or np.any(r <= p)):
-        raise ValueError("need 0 < p < r < 1 for every secret")
-    if steps < 1:
-        raise ValueError("steps must be ≥ 1")
-    al = tuple(float(a) for a in alphas)
-    skl = np.zeros(ns) if spent_kl is None else np.asarray(spent_kl, float)
-    sre = np.zeros((ns, len(al))) if spent_renyi is None else np.asarray(spent_renyi, float)
-    sets, members = group_secrets(secret_rhos)
-    groups = [_Group(mx, m, float(st.sum()), dominating_lambda(st))
-              for mx, m, st in zip(batch_mixtures(sets), members, sets)]
-    cal = _Calibrator(groups, p, r, steps, method, adjacency, np.asarray(al), skl, sre, spent_pairs, pld_budget)
+    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
+                         spent_pairs, pld_budget)
+    p, r, skl, al, ns = cal.p, cal.r, cal.skl, tuple(float(a) for a in cal.al), len(cal.p)
     # secrets already over budget at σ → ∞ (spent alone breaks the target) are infeasible
     over = _over_budget(cal)
     if over:
@@ -477,6 +464,47 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
                                            and any(evals.binding[j].startswith("pld") for j in g.members))
                                   for src in ("table", "envelope", "group")}}
     return Calibration(float(sigma), evals, al, stats, pairs)
+
+
+def passes_at(secret_rhos, priors, targets, steps: int, sigma: float, *, method: str = "best",
+              adjacency: str = "zero-out", alphas=DEFAULT_ALPHAS, spent_kl=None, spent_renyi=None,
+              spent_pairs=None, pld_budget: int = PLD_BUDGET) -> bool:
+    """Does σ keep every secret's cumulative bound ≤ its target? The check `calibrate` makes at
+    each σ it tries (divergences, vectorised; the Neyman–Pearson bound where they miss a target,
+    shared by envelope), without searching for the smallest σ: what a caller needs when it only
+    compares the secrets' σ against a noise level it already has (the plan's floor, issue 45).
+    Arguments as `calibrate`; False for secrets whose earlier spending alone breaks the target.
+    Raises ValueError on bad arguments."""
+    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
+                         spent_pairs, pld_budget)
+    if _over_budget(cal):
+        return False
+    gs = [g for g in groups if g.mix.n > 0]
+    cal.prefetch(gs, sigma)
+    cal.certify(gs, sigma)
+    return all(cal.passes(g, sigma) for g in gs)
+
+
+def _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi, spent_pairs,
+           pld_budget) -> tuple[_Calibrator, list[_Group]]:
+    """Validated arguments as a `_Calibrator` over the secrets' ρ-multiset groups."""
+    p = np.asarray(priors, float)
+    r = np.asarray(targets, float)
+    ns = len(p)
+    if r.shape != (ns,) or len(secret_rhos) != ns:
+        raise ValueError("secret_rhos, priors and targets must have one entry per secret")
+    if ns and (np.any(~(p > 0)) or np.any(~(r < 1)) or np.any(r <= p)):
+        raise ValueError("need 0 < p < r < 1 for every secret")
+    if steps < 1:
+        raise ValueError("steps must be ≥ 1")
+    al = tuple(float(a) for a in alphas)
+    skl = np.zeros(ns) if spent_kl is None else np.asarray(spent_kl, float)
+    sre = np.zeros((ns, len(al))) if spent_renyi is None else np.asarray(spent_renyi, float)
+    sets, members = group_secrets(secret_rhos)
+    groups = [_Group(mx, m, float(st.sum()), dominating_lambda(st))
+              for mx, m, st in zip(batch_mixtures(sets), members, sets)]
+    return _Calibrator(groups, p, r, steps, method, adjacency, np.asarray(al), skl, sre, spent_pairs,
+                       pld_budget), groups
 
 
 def _over_budget(cal: _Calibrator) -> list[int]:

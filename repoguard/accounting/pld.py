@@ -218,9 +218,12 @@ def _composed(parts: list[_Discrete], h: float, eps_max: float) -> DeltaCurve:
     for d in parts:
         lossk = (d.k0 + np.arange(d.omega.size)) * h
         mass = max(d.omega.sum(), 1e-300)
-        m1 = float(np.dot(d.omega, lossk) / mass)
+        # a plain product-sum, not np.dot: BLAS splits a dot this long across threads, and on a
+        # busy machine its spinning threads cost 100× the arithmetic (issue 45); these moments
+        # only place the window, so their last bits never matter
+        m1 = float(np.sum(d.omega * lossk) / mass)
         mu += d.steps * m1
-        var += d.steps * float(np.dot(d.omega, (lossk - m1) ** 2) / mass)
+        var += d.steps * float(np.sum(d.omega * (lossk - m1) ** 2) / mass)
         base += d.steps * d.k0
     sd = math.sqrt(var)
     s_lo = max(base * h, min(mu - _SD_MARGIN * sd - 1.0, -1.0))

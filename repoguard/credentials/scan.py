@@ -289,7 +289,7 @@ class Scanner:
                 if patch.commit.message:
                     text = patch.commit.message.encode("utf-8", "surrogateescape")
                     yield MESSAGE_PATH, sha, text, list(range(1, text.count(b"\n") + 2)), IN_MESSAGE
-                for path, _, text, lines in _group_added(patch.added, sha):
+                for path, text, lines in patch.texts():     # raw bytes: no per-line decode
                     if not (self.exclude(path) or self.engine.path_allowed(path)):
                         yield path, sha, text, lines, ""
                 new = [p for p in dict.fromkeys(patch.paths) if p not in flagged and not self.exclude(p)]

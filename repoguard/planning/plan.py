@@ -224,7 +224,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     whose earlier spending makes their target unreachable."""
     import time
 
-    from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
+    from repoguard.accounting.calibrate import Infeasible, calibrate, passes_at, spent_arrays, spent_histories
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.core.errors import PolicyError
     from repoguard.planning.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
@@ -274,26 +274,44 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         w[train_rows] = lp.w
         return dataclasses.replace(lp, w=w)
 
-    def run(cval: float, method: str | None):
-        method = method or accountant
+    def secrets_cal(rho, method: str):
+        try:
+            return calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
+                             alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist, progress=progress)
+        except Infeasible as exc:
+            raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
+
+    def secrets_pass(rho, sigma: float) -> bool:
+        return passes_at([rho[ix] for ix in cols], p, r, steps, sigma, method=accountant, adjacency=adjacency,
+                         alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+
+    def run(cval: float, method: str | None, ceiling: float | None = None):
+        """(lp, ρ, the secrets' calibration): None when some ρ > 1; a `_Deferred` when the floor
+        is on and the secrets already pass at its σ (the row's σ is then the floor's, and their
+        own σ is computed only if a figure asks for it), or, with `ceiling`, when they fail at it
+        (the row's σ exceeds `ceiling`: all the c refinement needs to know)."""
         lp = solve(cval)
         sw = float(lp.w.sum())
         rho = batch_size * lp.w / sw if sw > 0 else np.zeros(n_ex)
         if rho.size and rho.max() > 1 + 1e-12:
             return lp, rho, None
         rho = np.minimum(rho, 1.0)
-        try:
-            cal = calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
-                            alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist, progress=progress)
-        except Infeasible as exc:
-            raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
-        return lp, rho, cal
+        if method is None and enforce:
+            sf = floor_sigma(rho)
+            if sf > 0 and secrets_pass(rho, sf):
+                return lp, rho, _Deferred(lambda: secrets_cal(rho, accountant), at=sf)
+            if ceiling is not None and not secrets_pass(rho, ceiling):
+                return lp, rho, _Deferred(lambda: secrets_cal(rho, accountant), above=ceiling)
+        return lp, rho, secrets_cal(rho, method or accountant)
 
     def floor_sigma(rho) -> float:
         return acct.sigma(untied_rho(incidence.matrix, rho, test)) if enforce else 0.0
 
     def row_sigma(cal, rho) -> float:
-        return max(cal.sigma, floor_sigma(rho)) if cal is not None else float("inf")
+        """max(σ_secrets, σ_floor); +inf when ρ > 1 or the secrets need more than a ceiling."""
+        if cal is None or (isinstance(cal, _Deferred) and cal.above is not None):
+            return float("inf")
+        return max(cal.at if isinstance(cal, _Deferred) else cal.sigma, floor_sigma(rho))
 
     rows = []
     refine: list[dict] = []
@@ -304,12 +322,12 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     else:
         results = {}
         for cval in (sweep or SWEEP):
-            lp, rho, cal = run(cval, accountant)
+            lp, rho, cal = run(cval, None)
             sw = float(lp.w.sum())
             sig = row_sigma(cal, rho)
+            own = None if isinstance(cal, _Deferred) else cal.sigma if cal is not None else float("inf")
             rows.append(SweepRow(cval, float(np.mean(lp.w > 0)), sw, sig,
-                                 sw / sig if math.isfinite(sig) else 0.0, lp.stats(),
-                                 sigma_secrets=cal.sigma if cal is not None else float("inf")))
+                                 sw / sig if math.isfinite(sig) else 0.0, lp.stats(), sigma_secrets=own))
             results[cval] = (lp, rho, cal)
         try:
             chosen = pick_c(rows).c
@@ -318,7 +336,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         if chosen is None:
             raise InputError(_too_big(batch_size, results[min(results)][0].w))
         if enforce:
-            c_without = _pick_without_floor(rows)
+            c_without = _pick_without_floor(rows, results, lambda cval, x: not secrets_pass(results[cval][1], x))
             chosen = _raise_c(chosen, rows, results, run, row_sigma, refine)
         lp, rho, cal = results[chosen]
     if cal is None:
@@ -380,7 +398,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         extra["undetected_floor"] = floor_record(und, rho_u=rho_u, sigma=cal.sigma, sigma_floor=sf, steps=steps,
                                                  account=acct, cal=cal if enforce and rho_u > 0 else None,
                                                  index=n_sec, r_run=acct.r_run, adjacency=adjacency)
-        extra["undetected_floor"]["binds"] = bool(enforce and sf >= cal_secrets.sigma * (1 - 1e-9))
+        own = cal_secrets.at if isinstance(cal_secrets, _Deferred) else cal_secrets.sigma    # they pass at σ_floor
+        extra["undetected_floor"]["binds"] = bool(enforce and sf >= own * (1 - 1e-9))
         if enforce and rows:
             extra["floor_bought"] = _bought(incidence, test, results, chosen, c_without, refine)
     extra["seconds"] = time.perf_counter() - t0
@@ -391,14 +410,47 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                 test=test, value=None if value is None else np.asarray(value, dtype=float))
 
 
-def _pick_without_floor(rows) -> float | None:
-    """The c the Σw/σ rule picks on the secrets' σ alone (what the plan was before the floor)."""
+class _Deferred:
+    """The secrets' calibration at one c, not yet run: they pass at `at` (the floor's σ, so the
+    row's σ is the floor's), or fail at `above` (the row's σ exceeds it). `sigma` runs the
+    calibration (`compute`) the first time a figure needs σ_secrets itself."""
+
+    def __init__(self, compute, *, at: float | None = None, above: float | None = None) -> None:
+        self.at, self.above = at, above
+        self._compute, self._cal = compute, None
+
+    @property
+    def sigma(self) -> float:
+        if self._cal is None:
+            self._cal = self._compute()
+        return self._cal.sigma
+
+
+def _pick_without_floor(rows, results: dict, fails_at) -> float | None:
+    """The c the Σw/σ rule picks on the secrets' σ alone (what the plan was before the floor).
+    A row whose σ_secrets was deferred (`_Deferred`) is calibrated only when it could win:
+    rows are taken by increasing c, and one whose secrets fail (`fails_at(c, x)`) at some σ x at
+    or above the one below which it would reach the best score so far is passed over (its score
+    is lower: bounds fall as σ grows). x is at least a quarter of the floor's σ, where the
+    Neyman–Pearson bound is cheap (at a tiny σ its loss grid is long). Sets `sigma_secrets` on
+    the rows it calibrates."""
     from repoguard.planning.weighting import pick_c
 
+    best = 0.0
+    for row in sorted(rows, key=lambda r: r.c):
+        cal = results[row.c][2]
+        if row.sigma_secrets is None:
+            if best > 0 and fails_at(row.c, max(row.sum_w / (best * (1 - 1e-12)), cal.at / 4)):
+                continue
+            row.sigma_secrets = cal.sigma
+        s = row.sigma_secrets
+        if math.isfinite(s) and s > 0:
+            best = max(best, row.sum_w / s)
     try:
         return pick_c([dataclasses.replace(r, sigma=r.sigma_secrets,
                                            score=r.sum_w / r.sigma_secrets if math.isfinite(r.sigma_secrets)
-                                           and r.sigma_secrets > 0 else 0.0) for r in rows]).c
+                                           and r.sigma_secrets > 0 else 0.0)
+                       for r in rows if r.sigma_secrets is not None]).c
     except ValueError:
         return None
 
@@ -413,10 +465,12 @@ def _raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, i
     budget = next(r.sigma for r in rows if r.c == chosen) * (1 + 1e-6)
 
     def attempt(cval: float) -> bool:
-        lp, rho, cal = run(cval, None)
+        lp, rho, cal = run(cval, None, budget)
         sig = row_sigma(cal, rho)
         kept = sig <= budget and float(lp.w.sum()) >= float(results[lo][0].w.sum())
-        log.append({"c": cval, "sum_w": float(lp.w.sum()), "sigma": sig, "kept": kept})
+        # σ above the budget is not searched for: only that it exceeds it (sigma None)
+        log.append({"c": cval, "sum_w": float(lp.w.sum()), "sigma": sig if math.isfinite(sig) else None,
+                    "kept": kept})
         if kept:
             results[cval] = (lp, rho, cal)
         return kept

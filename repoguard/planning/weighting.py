@@ -198,7 +198,9 @@ class SweepRow:
     sigma: float
     score: float
     lp: dict
-    sigma_secrets: float | None = None     # σ the declared secrets alone need (sigma includes the floor)
+    # σ the declared secrets alone need (sigma includes the floor); None where the floor set sigma
+    # and this c cannot be the one the rule picks without the floor (not calibrated, issue 45)
+    sigma_secrets: float | None = None
 
 
 def pick_c(rows: list[SweepRow]) -> SweepRow:

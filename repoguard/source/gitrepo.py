@@ -95,11 +95,28 @@ class AddedLine:
 @dataclass
 class Patch:
     """Added lines of one commit (or of the staged change when `commit` is None); `paths`: every
-    new-side path the patch names (a renamed or emptied file adds no line but has a name)."""
+    new-side path the patch names (a renamed or emptied file adds no line but has a name).
+
+    Kept as the raw bytes of each path's added lines (`by_path`: path → (line numbers, lines
+    without newline), in patch order): a history holds millions of added lines, and one object
+    and one decode per line cost more than scanning them. `added` builds the `AddedLine` list on
+    demand."""
 
     commit: Commit | None
-    added: list[AddedLine] = field(default_factory=list)
+    by_path: dict[str, tuple[list[int], list[bytes]]] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)
+
+    @property
+    def added(self) -> list[AddedLine]:
+        return [AddedLine(path=path, line=n, text=_decode(t))
+                for path, (nums, texts) in self.by_path.items() for n, t in zip(nums, texts)]
+
+    def texts(self) -> Iterator[tuple[str, bytes, list[int]]]:
+        """(path, its added lines joined by b"\n", their line numbers) per path: the bytes are
+        exactly the decoded lines re-encoded (`_decode` is surrogateescape, a round trip)."""
+        for path, (nums, texts) in self.by_path.items():
+            if nums:
+                yield path, b"\n".join(texts), nums
 
 
 @dataclass(frozen=True)
@@ -616,64 +633,97 @@ def _parse_name_status(rest: str) -> Iterator[Change]:
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
+def _hunk_range(raw: bytes) -> tuple[int, int]:
+    """(new-side start line, number of new-side lines) of a hunk header "@@ -a[,b] +c[,d] @@…"
+    ((0, 0) if malformed; d defaults to 1): `_HUNK` by hand for the usual form, as a history has
+    a million hunks; the regex decides the rest."""
+    parts = raw.split(b" ", 4)
+    if len(parts) >= 4 and parts[0] == b"@@" and parts[3] == b"@@" and parts[1][:1] == b"-" \
+            and parts[2][:1] == b"+":
+        old, old_comma, old_n = parts[1][1:].partition(b",")
+        new, comma, new_n = parts[2][1:].partition(b",")
+        if old.isdigit() and new.isdigit() and (not old_n or old_n.isdigit()) \
+                and (not comma or new_n.isdigit()) and (not old_comma or old_n):
+            return int(new), int(new_n) if comma else 1
+    m = _HUNK.match(raw)
+    return (int(m.group(1)), 1 if m.group(2) is None else int(m.group(2))) if m else (0, 0)
+
+
+def _hunk_start(raw: bytes) -> int:
+    """The new-side start line of a hunk header (see `_hunk_range`)."""
+    return _hunk_range(raw)[0]
+
+
 def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool) -> Iterator[Patch]:
-    """Parse `git log -p -U0` / `git diff -U0` output into Patches of added lines."""
+    """Parse `git log -p -U0` / `git diff -U0` output into Patches of added lines.
+
+    The loop runs once per line of the whole history, so it works on raw bytes and dispatches
+    on the first byte: "+" (added line, or the "+++ " new-path header), "-" (removed line or
+    "--- " header: nothing to keep), then the rarer headers; lines are kept as bytes in
+    `Patch.by_path` (no per-line object or decode)."""
     current = Patch(commit=None)
     have_any = not with_header
-    path: str | None = None
+    nums: list[int] | None = None            # the current path's line numbers and lines, or None
+    texts: list[bytes] = []
     lineno = 0
     rec, unit = _REC.encode(), _UNIT.encode()
     message: list[bytes] | None = None        # lines of the commit message being read (up to a NUL)
     left = 0                                  # added lines still to come in the current hunk
-    for raw in _iter_lines(stream, max_line_chars):
-        if message is not None:
-            body, nul, _ = raw.partition(b"\0")
-            message.append(body)
-            if nul:
-                current.commit = _with_message(current.commit, message)
-                message = None
-            continue
-        if with_header and raw.startswith(rec):
-            if have_any:
-                yield current
-            f = raw[1:].split(unit, 6)
-            current = Patch(commit=Commit(
-                sha=_decode(f[0]), parents=tuple(_decode(f[1]).split()), author_name=_decode(f[2]),
-                author_email=_decode(f[3]), author_date=_decode(f[4]), committer_date=_decode(f[5]),
-                message="",
-            ))
-            if len(f) > 6:                     # `%B` then NUL (`_PATCH_FORMAT`); older formats have none
-                body, nul, _ = f[6].partition(b"\0")
-                message = [body]
+    plus, minus = b"+", b"-"
+    for block in _iter_line_blocks(stream, max_line_chars):
+        for raw in block:
+            if message is not None:
+                body, nul, _ = raw.partition(b"\0")
+                message.append(body)
                 if nul:
                     current.commit = _with_message(current.commit, message)
                     message = None
-            have_any = True
-            path = None
-            left = 0
-            continue
-        if left > 0 and raw.startswith(b"+"):
-            # an added line, even one reading `++ x` (`+++ x` in the patch): the hunk header said
-            # how many follow, so it is not taken for the next file's header
-            if path is not None and lineno:
-                current.added.append(AddedLine(path=path, line=lineno, text=_decode(raw[1:])))
-                lineno += 1
-            left -= 1
-            continue
-        if raw.startswith(b"+++ "):
-            target = raw[4:].rstrip(b"\t")  # git appends a TAB after names with spaces
-            path = None if target == b"/dev/null" else _decode(_unquote(target)[2:])
-            if path is not None:
-                current.paths.append(path)
-            continue
-        if raw.startswith((b"rename to ", b"copy to ")):
-            current.paths.append(_decode(_unquote(raw.split(b" to ", 1)[1])))
-            continue
-        if raw.startswith(b"@@"):
-            m = _HUNK.match(raw)
-            lineno = int(m.group(1)) if m else 0
-            left = (1 if m.group(2) is None else int(m.group(2))) if m else 0
-            continue
+                continue
+            head = raw[:1]
+            if head == plus:
+                if left > 0:
+                    # an added line, even one reading `++ x` (`+++ x` in the patch): the hunk
+                    # header said how many follow, so it is not taken for the next file's header
+                    if nums is not None and lineno:
+                        nums.append(lineno)
+                        texts.append(raw[1:])
+                        lineno += 1
+                    left -= 1
+                elif raw.startswith(b"+++ "):
+                    target = raw[4:].rstrip(b"\t")  # git appends a TAB after names with spaces
+                    if target == b"/dev/null":
+                        nums = None
+                    else:
+                        path = _decode(_unquote(target)[2:])
+                        current.paths.append(path)
+                        nums, texts = current.by_path.setdefault(path, ([], []))
+                continue
+            if head == minus:
+                continue
+            if with_header and raw.startswith(rec):
+                if have_any:
+                    yield current
+                f = raw[1:].split(unit, 6)
+                current = Patch(commit=Commit(
+                    sha=_decode(f[0]), parents=tuple(_decode(f[1]).split()), author_name=_decode(f[2]),
+                    author_email=_decode(f[3]), author_date=_decode(f[4]), committer_date=_decode(f[5]),
+                    message="",
+                ))
+                if len(f) > 6:                 # `%B` then NUL (`_PATCH_FORMAT`); older formats have none
+                    body, nul, _ = f[6].partition(b"\0")
+                    message = [body]
+                    if nul:
+                        current.commit = _with_message(current.commit, message)
+                        message = None
+                have_any = True
+                nums = None
+                left = 0
+                continue
+            if raw.startswith(b"@@"):
+                lineno, left = _hunk_range(raw)
+                continue
+            if raw.startswith((b"rename to ", b"copy to ")):
+                current.paths.append(_decode(_unquote(raw.split(b" to ", 1)[1])))
     if have_any:
         yield current
 
@@ -712,15 +762,37 @@ def _unquote(b: bytes) -> bytes:
 
 def _iter_lines(stream: IO[bytes], max_line_chars: int) -> Iterator[bytes]:
     """Lines split on b"\\n" only, each cut to `max_line_chars` bytes without buffering the rest."""
+    for block in _iter_line_blocks(stream, max_line_chars):
+        yield from block
+
+
+def _iter_line_blocks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 1 << 16) -> Iterator[list[bytes]]:
+    """`_iter_lines` a chunk at a time: the lines completed by each read of up to `chunk_size`
+    bytes, split on b"\\n" only (never splitlines: a CR or a form feed is part of a line).
+    A line is cut to `max_line_chars` bytes; the rest of an over-long line is skipped as it
+    arrives, so memory stays bounded by the chunk and the cut. One readline per line cost more
+    than the scan of a history (issue 45)."""
+    read = getattr(stream, "read1", stream.read)
+    buf = b""
+    skipping = False                    # inside an over-long line whose head was yielded
     while True:
-        line = stream.readline(max_line_chars + 1)
-        if not line:
-            return
-        if len(line) > max_line_chars and not line.endswith(b"\n"):
-            # Discard the remainder of an over-long line in bounded chunks.
-            rest = stream.readline(max_line_chars)
-            while rest and not rest.endswith(b"\n"):
-                rest = stream.readline(max_line_chars)
-            yield line[:max_line_chars]
-            continue
-        yield line.rstrip(b"\n")
+        chunk = read(chunk_size)
+        if not chunk:
+            break
+        if skipping:
+            i = chunk.find(b"\n")
+            if i < 0:
+                continue
+            chunk, skipping = chunk[i + 1:], False
+        data = buf + chunk if buf else chunk
+        parts = data.split(b"\n")
+        buf = parts.pop()
+        if len(buf) > max_line_chars:
+            parts.append(buf)
+            buf, skipping = b"", True
+        if len(data) <= max_line_chars:
+            yield parts                  # no line can be longer than what was read (the usual case)
+        else:
+            yield [ln if len(ln) <= max_line_chars else ln[:max_line_chars] for ln in parts]
+    if buf:
+        yield [buf]
