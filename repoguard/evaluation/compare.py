@@ -96,7 +96,7 @@ def parse_floors(text: str, p: float) -> tuple[float, ...]:
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
                 risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None,
-                repeats: int = 1, synth: dict | None = None) -> dict:
+                repeats: int = 1, synth: dict | None = None, device: str = "cpu") -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
     "split": digest, "eval_set": sizes, "risk": summary or None, "floor": the floor record,
     "ledger": the snapshot's summary, "levels": the floor sweep or None}. Results are saved per
@@ -126,6 +126,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     fresh sampler and noise randomness; `OUT/compare/<arm>.r<i>/`); `doc["arms"]` keeps repeat 0
     and `doc["repeats"]` = {arm: `repeat_summary`} (mean ± sample sd, min, max of the public and
     secret-tied losses).
+    `device`: where every arm trains ("cpu", or "auto"/"cuda" for `bench/utility.py --full`;
+    the base is loaded fp32 there too).
     `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T).
     `synth`: the synth arm's SecPE settings {"n", "rounds", "variations", "clusters"} (missing or
     None entries: `synth_arm.SYNTH_ARM`); recorded in its result (`"synthesis"`) and its saved
@@ -133,8 +135,6 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     Raises InputError (bad steps, no held-out split, unknown arm, a synth setting that is not a
     positive integer) and PolicyError (the ledger's
     spending leaves some target or the floor unreachable)."""
-    import torch
-
     from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.metrics import plan_evaluator
     from repoguard.evaluation.protection import base_floor, snapshot
@@ -143,7 +143,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.base_model import embedded_base
-    from repoguard.training.model import limit_cpu_threads, load_model
+    from repoguard.training.model import limit_cpu_threads, load_model, pick_device
     from repoguard.training.randomness import secure_dir
     from repoguard.training.trainer import plan_fingerprint
     from repoguard.planning.undetected import as_undetected
@@ -165,12 +165,12 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     snap = snapshot(out / "ledger.jsonl", und)
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor(out, root))
-    device = torch.device("cpu")
+    device = pick_device(device)
     limit_cpu_threads(device)
     if cfg.model:
-        base, tok = load_model(cfg.model, device=device)
+        base, tok = load_model(cfg.model, device=device, bf16=False)
     else:
-        base, tok = embedded_base(max_length=cfg.max_length, show_progress=show_progress)
+        base, tok = embedded_base(max_length=cfg.max_length, device=device, show_progress=show_progress)
     seqs = tokenize(texts, tok, max_length=cfg.max_length)
     cdir = secure_dir(out / "compare")
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
