@@ -15,7 +15,7 @@ drop-dp → no-dp headroom it recovers (`evaluation.slices`); wall and CPU secon
 average before and after (the machine is shared: compare figures only with the load beside them).
 
 The CPU setting (default) is sized from `bench/step_cost.py` (CPU seconds per DP step, one
-thread, B 8): the tiny base 0.02 s at L 64, the real base (SmolLM2-135M) about 100× that. The
+thread, B 8): the tiny base 0.02 s at L 64, the real base (SmolLM2-135M) 4.4 s, 200× that. The
 real base's budget is about an hour of CPU on an idle 2-core machine: 5 arms × 6 repeats = 30
 runs of T steps at ≈ 4.4 CPU s per step plus ≈ 25 s of evaluation each, so B 8, T 20, L 64. `--full` is the GPU setting
 (`--device auto`): B 64, T 200, L 256, 6 repeats, bigger evaluation sets.
