@@ -69,26 +69,61 @@ def _config_file(repo: Path, out: Path, holdout: float) -> Path:
     return dest
 
 
-def summarize(doc: dict) -> dict:
-    """{"slices": {arm: {slice: {"mean", "se", "n"}}}, "versus": doc["versus"]}: the held-out loss
-    per arm and slice over the repeats (se = sample sd / √n; None for one repeat)."""
+def runs_of(doc: dict) -> dict[str, list[dict]]:
+    """arm → one {"slices": {slice: {"loss"}}} per repeat, from a compare document (its repeats'
+    per-slice losses, or repeat 0 alone)."""
+    rep = doc.get("repeats") or {}
+    out = {}
+    for arm, r in doc["arms"].items():
+        if arm not in rep:
+            out[arm] = [r]
+            continue
+        keys = {sl: {"public": "public", "secret-tied": "tied"}.get(sl, sl) for sl in SLICES}
+        n = rep[arm]["n"]
+        out[arm] = [{"slices": {sl: {"loss": (rep[arm].get(f"{k}_loss") or [None] * n)[i]}
+                                for sl, k in keys.items() if rep[arm].get(f"{k}_loss")}} for i in range(n)]
+    return out
+
+
+def merge(paths: list[Path]) -> int:
+    """Pool the repeats of several `--json` outputs of the same setting (distinct `--init-seed`s)
+    and print the summary over all of them."""
+    from repoguard.evaluation.slices import versus_drop_dp
+
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    runs: dict[str, list[dict]] = {}
+    for d in docs:
+        for arm, rs in runs_of(d["compare"]).items():
+            runs.setdefault(arm, []).extend(rs)
+    first = docs[0]["compare"]
+    pooled = {**first, "arms": {a: rs[0] for a, rs in runs.items()}, "repeats": None}
+    s = {"slices": {arm: _stats(rs) for arm, rs in runs.items()}, "versus": versus_drop_dp(runs)}
+    meta = {**docs[0]["meta"], "repeats": max(len(rs) for rs in runs.values()),
+            "wall_s": sum(d["meta"]["wall_s"] for d in docs), "cpu_s": sum(d["meta"]["cpu_s"] for d in docs),
+            "load_before": docs[0]["meta"]["load_before"], "load_after": docs[-1]["meta"]["load_after"]}
+    print(f"pooled from {len(docs)} runs of bench/utility.py: {', '.join(str(p) for p in paths)}")
+    print_summary(s, pooled, meta)
+    return 0
+
+
+def _stats(runs: list[dict]) -> dict:
     from repoguard.evaluation.slices import slice_losses
 
-    rep = doc.get("repeats") or {}
-    out: dict = {}
-    for arm, r in doc["arms"].items():
-        runs = rep.get(arm)
-        per = {}
-        for sl in SLICES:
-            key = {"public": "public", "secret-tied": "tied"}.get(sl, sl)
-            vals = runs.get(f"{key}_loss") if runs else slice_losses([r], sl)
-            if not vals:
-                continue
+    per = {}
+    for sl in SLICES:
+        vals = slice_losses(runs, sl)
+        if vals:
             n = len(vals)
             mean = sum(vals) / n
             sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else None
             per[sl] = {"mean": mean, "se": sd / math.sqrt(n) if sd is not None else None, "n": n}
-        out[arm] = per
+    return per
+
+
+def summarize(doc: dict) -> dict:
+    """{"slices": {arm: {slice: {"mean", "se", "n"}}}, "versus": doc["versus"]}: the held-out loss
+    per arm and slice over the repeats (se = sample sd / √n; None for one repeat)."""
+    out = {arm: _stats(rs) for arm, rs in runs_of(doc).items()}
     return {"slices": out, "versus": doc.get("versus") or {}}
 
 
@@ -133,8 +168,15 @@ def main(argv=None) -> int:
     ap.add_argument("--holdout", type=float, default=0.25, help="share of files held out (default 0.25: "
                     "a small repository's 5 %% is a handful of files)")
     ap.add_argument("--device", default=None, help="cpu (default) or auto/cuda (default with --full)")
+    ap.add_argument("--init-seed", type=int, default=None,
+                    help="LoRA init seed of repeat 0 (repeat i: + i; default [training] seed); give distinct "
+                         "ones to runs you will --merge")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures and the compare document here")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
+                    help="print the pooled summary of earlier --json outputs of one setting, and exit")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge)
     s = _settings(args)
 
     from repo_tools import build
@@ -158,12 +200,14 @@ def main(argv=None) -> int:
         config = load_config(conf, required=True)
         cfg = dataclasses.replace(config.training, learning_rate=s["lr"], max_length=s["max_length"],
                                   eval_max_examples=s["eval_examples"], eval_max_lines=s["eval_lines"],
-                                  eval_every=0, model=args.model or "")
+                                  eval_every=0, model=args.model or "",
+                                  seed=config.training.seed if args.init_seed is None else args.init_seed)
         arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
         device = args.device or ("auto" if args.full else "cpu")
         doc = run_compare(root=repo, out=out, cfg=cfg, arms=arms, show_progress=False, floor=resolve(config, None),
                           risk=False, repeats=args.repeats, device=device)
     meta = {**s, "model": args.model or "embedded tiny", "repeats": args.repeats, "device": device,
+            "init_seed": cfg.seed,
             "repo": str(args.repo or "fixture"), "holdout": args.holdout,
             "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
             "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
