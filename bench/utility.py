@@ -37,9 +37,12 @@ sys.path.insert(0, str(ROOT / "fixtures"))     # repo_tools: the fixture builder
 
 ARMS = ("hush", "drop-dp", "uniform", "drop", "no-dp")
 SLICES = ("public-code", "tied-code", "uses-internal", "public", "secret-tied")
-# (B, T, max length, examples per slice, lines per slice, learning rate) of each setting.
+# (B, T, max length, examples per slice, lines per slice, learning rate) of each setting. The tiny
+# base's lr: on the fixture at B 8, T 100 (3 repeats, load 9), 2e-2 left every DP arm worse than the
+# base (public 4.55–5.76 against 4.28: the noise at σ_floor ≈ 0.84 dominates Adam's steps) and 2e-3
+# moved hush and drop-dp to 4.00 and 3.99.
 SETTINGS = {
-    "cpu-tiny": dict(batch_size=8, steps=100, max_length=64, eval_examples=48, eval_lines=4, lr=2e-2),
+    "cpu-tiny": dict(batch_size=8, steps=100, max_length=64, eval_examples=48, eval_lines=4, lr=2e-3),
     "cpu-real": dict(batch_size=8, steps=20, max_length=64, eval_examples=24, eval_lines=2, lr=5e-3),
     "full": dict(batch_size=64, steps=200, max_length=256, eval_examples=96, eval_lines=16, lr=2e-3),
 }
