@@ -3,6 +3,8 @@
     nice -n 10 python bench/utility.py                                  # tiny base, the fixture, CPU
     nice -n 10 python bench/utility.py --model smollm2-135m --repeats 2 --steps 8
     python bench/utility.py --model smollm2-135m --repo DIR --full      # a GPU: B 64, T 200, L 256
+    python bench/utility.py --model smollm2-135m --repeats 2 --init-seed 2 --json b.json   # more repeats…
+    python bench/utility.py --merge a.json b.json                       # …pooled with an earlier run
 
 Builds the fixture (fixtures/build_monorepo.py) in a temporary directory unless --repo is given
 (never written to: every artefact goes to a temporary OUT), runs `analyze` and `plan` (B, T,
