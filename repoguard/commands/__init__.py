@@ -22,6 +22,7 @@ COMMANDS = (
     "suggest",
     "plan",
     "ledger",
+    "model",
     "train",
     "synth",
     "audit",

@@ -64,7 +64,8 @@ def register(parser) -> None:
     _global_flags(r)
     a = r.add_argument
     a("--run", metavar="DIR", default=None, help="the run: adapter/ + privacy_report.json (default OUT/train)")
-    a("--model", metavar="DIR", default=None, help="base model of a --model run (default: the run's base_model/)")
+    a("--model", metavar="DIR|NAME", default=None,
+      help="base model of a --model run: DIR, or a fetched name such as smollm2-135m (default: the run's base_model/)")
     a("-k", type=int, default=32, help="context tokens (default 32; clamped to max_length)")
     a("-m", type=int, default=32, help="span tokens the attack must regenerate (default 32)")
     a("--temperature", type=float, default=0.7, help="the temperature sampler's τ (default 0.7)")

@@ -46,7 +46,9 @@ def register(parser) -> None:
     g.add_argument("--accountant", choices=("best", "kl", "renyi"), default=None)
     g.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
     t = parser.add_argument_group("training (default: [training] in the config)")
-    t.add_argument("--model", metavar="DIR", default=None, help="local HF checkpoint (default: embedded tiny model)")
+    t.add_argument("--model", metavar="DIR|NAME", default=None,
+                   help="local Hugging Face checkpoint, or smollm2-135m once fetched "
+                        "(`repoguard model fetch smollm2-135m`) (default: embedded tiny model)")
     t.add_argument("--max-length", type=int, default=None, metavar="N")
     t.add_argument("--lora-r", type=int, default=None, metavar="R")
     t.add_argument("--lr", type=float, default=None)

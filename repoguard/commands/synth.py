@@ -16,8 +16,8 @@ def register(parser) -> None:
     a("--variations", type=int, default=2, metavar="L", help="variations per kept example between rounds (default 2)")
     a("--clusters", type=int, default=16, metavar="K", help="public anchors (K-means; default 16)")
     a("--c", type=float, default=None, help="LP scale c (default: [plan] c, 0 = sweep and pick max Σρ/σ)")
-    a("--model", metavar="DIR", default=None,
-      help="local causal LM (default: [training] model, else the embedded base)")
+    a("--model", metavar="DIR|NAME", default=None,
+      help="local causal LM, or smollm2-135m once fetched (default: [training] model, else the embedded base)")
     a("--generator-url", metavar="URL", default="", help="OpenAI-compatible server (POST /v1/completions) to "
       "generate with; the local model then only embeds")
     a("--generator-model", metavar="NAME", default="default", help="model name sent to --generator-url")

@@ -11,7 +11,9 @@ def register(parser) -> None:
     add_path_argument(parser)
     add_json_flag(parser)
     a = parser.add_argument
-    a("--model", metavar="DIR", default=None, help="local Hugging Face checkpoint (default: embedded tiny model)")
+    a("--model", metavar="DIR|NAME", default=None,
+      help="local Hugging Face checkpoint, or smollm2-135m once fetched (`repoguard model fetch smollm2-135m`) "
+           "(default: embedded tiny model)")
     a("--max-length", type=int, default=None, metavar="N", help="tokens per example (truncated)")
     a("--lora-r", type=int, default=None, metavar="R")
     a("--lora-alpha", type=int, default=None, metavar="A")

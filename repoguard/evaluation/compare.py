@@ -96,7 +96,7 @@ def parse_floors(text: str, p: float) -> tuple[float, ...]:
 def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = None, seed: int | None = None,
                 resume: bool = True, show_progress: bool = True, floor=None, risk: bool = True,
                 risk_sample: int | None = 500, phase1_steps: int | None = None, floors=None,
-                repeats: int = 1, synth: dict | None = None) -> dict:
+                repeats: int = 1, synth: dict | None = None, device: str = "cpu") -> dict:
     """Train and evaluate every arm in `arms`; returns {"arms": {name: result}, "base": metrics,
     "split": digest, "eval_set": sizes, "risk": summary or None, "floor": the floor record,
     "ledger": the snapshot's summary, "levels": the floor sweep or None}. Results are saved per
@@ -126,6 +126,8 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     fresh sampler and noise randomness; `OUT/compare/<arm>.r<i>/`); `doc["arms"]` keeps repeat 0
     and `doc["repeats"]` = {arm: `repeat_summary`} (mean ± sample sd, min, max of the public and
     secret-tied losses).
+    `device`: where every arm trains ("cpu", or "auto"/"cuda" for `bench/utility.py --full`;
+    the base is loaded fp32 there too).
     `phase1_steps`: T₁ of the two-phase arms (default `[training] phase1_steps`; 0 = T).
     `synth`: the synth arm's SecPE settings {"n", "rounds", "variations", "clusters"} (missing or
     None entries: `synth_arm.SYNTH_ARM`); recorded in its result (`"synthesis"`) and its saved
@@ -133,8 +135,6 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     Raises InputError (bad steps, no held-out split, unknown arm, a synth setting that is not a
     positive integer) and PolicyError (the ledger's
     spending leaves some target or the floor unreachable)."""
-    import torch
-
     from repoguard.source.corpus import load_corpus
     from repoguard.evaluation.metrics import plan_evaluator
     from repoguard.evaluation.protection import base_floor, snapshot
@@ -143,7 +143,7 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.planning.plan import load_plan
     from repoguard.training.data import default_redactor, example_texts, tokenize
     from repoguard.training.base_model import embedded_base
-    from repoguard.training.model import limit_cpu_threads, load_model
+    from repoguard.training.model import limit_cpu_threads, load_model, pick_device
     from repoguard.training.randomness import secure_dir
     from repoguard.training.trainer import plan_fingerprint
     from repoguard.planning.undetected import as_undetected
@@ -165,22 +165,28 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     snap = snapshot(out / "ledger.jsonl", und)
     corpus = load_corpus(out, root)
     texts = example_texts(corpus, base_plan.example_ids, redactor=default_redactor(out, root))
-    device = torch.device("cpu")
+    device = pick_device(device)
     limit_cpu_threads(device)
     if cfg.model:
-        base, tok = load_model(cfg.model, device=device)
+        base, tok = load_model(cfg.model, device=device, bf16=False)
     else:
-        base, tok = embedded_base(max_length=cfg.max_length, show_progress=show_progress)
+        base, tok = embedded_base(max_length=cfg.max_length, device=device, show_progress=show_progress)
     seqs = tokenize(texts, tok, max_length=cfg.max_length)
     cdir = secure_dir(out / "compare")
     key = {"plan": plan_fingerprint(base_plan), "split": _digest(base_plan), "steps": total,
            "lr": cfg.learning_rate, "max_length": cfg.max_length, "floor": und.record(), "ledger": snap.head}
     t1 = int(phase1_steps or cfg.phase1_steps or total)
     b1 = float(getattr(cfg, "phase1_batch_size", 0) or 0) or base_plan.batch_size
-    # One evaluation set and one score of the base for every arm.
+    # One evaluation set and one score of the base for every arm; the code slices a company reads
+    # it by (`evaluation.slices`) beside the public / secret-tied ones.
+    from repoguard.evaluation.slices import code_slices, internal_importers
+    from repoguard.source.gitrepo import open_repo
+
+    importers = internal_importers(open_repo(root, allow_plain=True), corpus, incidence, base_plan.test_mask)
     ev0 = plan_evaluator(base, tok, plan=base_plan, incidence=incidence, texts=texts, seqs=seqs,
                          max_length=cfg.max_length, max_examples=cfg.eval_max_examples,
-                         max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8)
+                         max_lines=cfg.eval_max_lines, micro_batch_size=cfg.micro_batch_size or 8,
+                         extra_slices=code_slices(incidence, base_plan.test_mask, importers=importers))
     rows0 = ev0.es.slice_rows()
     doc = {"key": key, "split": key["split"], "eval_set": ev0.info(), "base": ev0(), "arms": {},
            "adapters": {}, "risk": None, "floor": {**und.record(), "account": und.account},
@@ -194,17 +200,21 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
         raise InputError(f"--repeats: must be ≥ 1, not {repeats}")
     if repeats > 1:
         doc["repeats"] = {}
+    runs: dict[str, list[dict]] = {}
     for name in arms:
         doc["arms"][name], plans[name] = _run_arm(ctx, name, und, arm_dir=cdir / name, key=key,
                                                   keep=name in KEEP_ADAPTERS)
+        runs[name] = [doc["arms"][name]]
         if repeats > 1:
-            runs = [doc["arms"][name]]
             for i in range(1, repeats):
                 rctx = dataclasses.replace(ctx, cfg=dataclasses.replace(cfg, seed=cfg.seed + i),
                                            seed=None if ctx.seed is None else ctx.seed + i)
-                runs.append(_run_arm(rctx, name, und, arm_dir=cdir / f"{name}.r{i}", key={**key, "repeat": i},
-                                     keep=False)[0])
-            doc["repeats"][name] = repeat_summary(runs)
+                runs[name].append(_run_arm(rctx, name, und, arm_dir=cdir / f"{name}.r{i}",
+                                           key={**key, "repeat": i}, keep=False)[0])
+            doc["repeats"][name] = repeat_summary(runs[name])
+    from repoguard.evaluation.slices import versus_drop_dp
+
+    doc["versus"] = versus_drop_dp(runs)
     if levels:
         doc["levels"] = _sweep(ctx, swept_arms(arms), und, levels, doc, key)
     for name, r in doc["arms"].items():
@@ -353,11 +363,14 @@ def _run_arm(ctx: _Ctx, name: str, und, *, arm_dir: Path, key: dict, keep: bool)
 def repeat_summary(runs: list[dict]) -> dict:
     """Over an arm's repeats: {"n", "public_loss": [...], "tied_loss": [...], and per slice
     "<slice>_mean", "<slice>_sd" (sample standard deviation, 0 for one run), "<slice>_min",
-    "<slice>_max"} for slices "public" and "tied" (secret-tied; None when not scored)."""
+    "<slice>_max"} for slices "public", "tied" (secret-tied) and the code slices
+    (`slices.CODE_SLICES`: "public-code", "tied-code", "uses-internal"); None when not scored."""
     import statistics
 
+    from repoguard.evaluation.slices import CODE_SLICES
+
     out: dict = {"n": len(runs)}
-    for key, sl in (("public", "public"), ("tied", "secret-tied")):
+    for key, sl in (("public", "public"), ("tied", "secret-tied"), *((c, c) for c in CODE_SLICES)):
         vals = [((r.get("slices") or {}).get(sl) or {}).get("loss") for r in runs]
         vals = [float(v) for v in vals if v is not None]
         out[f"{key}_loss"] = vals
@@ -376,11 +389,13 @@ def format_repeats(doc: dict) -> list[str]:
     n = max(v["n"] for v in rep.values())
     out = [f"over {n} repeats (fresh sampler and noise randomness, LoRA init seed + i), held-out loss "
            "mean ± sd [min, max]:"]
+    from repoguard.evaluation.slices import CODE_SLICES
+
     for name, v in rep.items():
         label = protection_label(doc["arms"][name])
-        cells = [f"{v[k + '_mean']:.3f} ± {v[k + '_sd']:.3f} [{v[k + '_min']:.3f}, {v[k + '_max']:.3f}]"
-                 if v.get(k + "_mean") is not None else "—" for k in ("public", "tied")]
-        out.append(f"  {name:>18}  public {cells[0]}  tied {cells[1]}  ({label})")
+        cells = [f"{k} {v[k + '_mean']:.3f} ± {v[k + '_sd']:.3f} [{v[k + '_min']:.3f}, {v[k + '_max']:.3f}]"
+                 for k in ("public", "tied", *CODE_SLICES) if v.get(k + "_mean") is not None]
+        out.append(f"  {name:>18}  {'  '.join(cells) or '—'}  ({label})")
     return out
 
 
@@ -518,11 +533,37 @@ def format_table(doc: dict) -> str:
                      protection_label(r), f"{r['seconds']:.0f}"))
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
     lines = [floor_title(doc)] + ["  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows]]
+    code = format_code_slices(doc)
+    if code:
+        lines += ["", *code]
     if doc.get("repeats"):
         lines += ["", *format_repeats(doc)]
+    if doc.get("versus"):
+        from repoguard.evaluation.slices import format_versus
+
+        lines += ["", *format_versus(doc["versus"])]
     if doc.get("levels"):
         lines += ["", *format_levels(doc["levels"])]
     return "\n".join(lines)
+
+
+def format_code_slices(doc: dict) -> list[str]:
+    """The held-out loss (examples scored) of the base and every arm on the code slices
+    (`slices.CODE_SLICES`), repeat 0; [] when the compare predates them."""
+    from repoguard.evaluation.slices import CODE_SLICES
+
+    base = doc.get("base") or {}
+    if not any(sl in base for sl in CODE_SLICES):
+        return []
+    head = ("arm", *(f"{sl} loss" for sl in CODE_SLICES))
+    size = {sl: (base.get(sl) or {}).get("examples", 0) for sl in CODE_SLICES}
+    rows = [("base", *(_f3((base.get(sl) or {}).get("loss")) for sl in CODE_SLICES))]
+    rows += [(name, *(_f3(((r.get("slices") or {}).get(sl) or {}).get("loss")) for sl in CODE_SLICES))
+             for name, r in doc["arms"].items()]
+    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+    return ["code slices (held-out code files only; examples scored: "
+            + ", ".join(f"{sl} {size[sl]}" for sl in CODE_SLICES) + "):",
+            *("  ".join(str(c).rjust(w) for c, w in zip(x, widths)) for x in [head, *rows])]
 
 
 def format_levels(lv: dict) -> list[str]:

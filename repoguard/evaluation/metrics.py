@@ -206,9 +206,10 @@ class Evaluator:
 
 def plan_evaluator(model, tokenizer, *, plan, incidence, texts: Sequence[str], seqs: Sequence[np.ndarray],
                    max_length: int, max_examples: int = DEFAULT_MAX_EXAMPLES, max_lines: int = DEFAULT_MAX_LINES,
-                   micro_batch_size: int = 16) -> Evaluator | None:
+                   micro_batch_size: int = 16, extra_slices: dict | None = None) -> Evaluator | None:
     """The evaluator of a plan's held-out examples (None when the plan holds none out).
-    `texts`/`seqs` are in plan order; `incidence` gives the slices (`split.slices`)."""
+    `texts`/`seqs` are in plan order; `incidence` gives the slices (`split.slices`);
+    `extra_slices` (name → held-out plan rows, e.g. `evaluation.slices.code_slices`) are scored too."""
     from repoguard.source.split import slices
 
     test = plan.test_mask
@@ -217,7 +218,8 @@ def plan_evaluator(model, tokenizer, *, plan, incidence, texts: Sequence[str], s
     if list(incidence.example_ids) != list(plan.example_ids):
         from repoguard.core.errors import InputError
         raise InputError("plan and incidence list different examples; re-run `repoguard plan`")
-    es = build_eval_set(slices(incidence, test), texts, seqs, tokenizer, max_length=max_length,
+    es = build_eval_set({**slices(incidence, test), **(extra_slices or {})}, texts, seqs, tokenizer,
+                        max_length=max_length,
                         max_examples=max_examples, max_lines=max_lines)
     return Evaluator(model, es, tokenizer=tokenizer, pad_id=tokenizer.pad_token_id,
                      micro_batch_size=micro_batch_size)

@@ -49,14 +49,17 @@ def collect_compare(out: Path) -> dict | None:
     return {"base": doc.get("base") or {}, "eval_set": doc.get("eval_set") or {}, "split": doc.get("split"),
             "arms": arms, "risk": risk if isinstance(risk, dict) and risk.get("top") is not None else None,
             "floor": doc.get("floor"), "ledger": doc.get("ledger"), "levels": doc.get("levels"),
-            "repeats": doc.get("repeats")}
+            "repeats": doc.get("repeats"), "versus": doc.get("versus")}
 
 
 def _slices(doc: dict) -> list[str]:
     names = list((doc.get("base") or {}).keys())
     for r in doc["arms"].values():
         names += [k for k in (r.get("slices") or {}) if k not in names]
-    order = [n for n in ("public", "secret-tied") if n in names] + sorted(n for n in names if n.startswith("secret:"))
+    from repoguard.evaluation.slices import CODE_SLICES
+
+    order = [n for n in ("public", "secret-tied", *CODE_SLICES) if n in names] + \
+        sorted(n for n in names if n.startswith("secret:"))
     return order[:MAX_SLICES]
 
 
@@ -159,6 +162,7 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
         classes.append("bad" if (r.get("meets_floor") is False or r.get("meets_targets") is False)
                        and r.get("protection") != "reference" else "")
     parts.append(table(head, rows, classes=classes))
+    parts += _code_slices(doc, e=e, td=td, table=table)
     rep = doc.get("repeats")
     if rep:
         n = max(v["n"] for v in rep.values())
@@ -218,6 +222,42 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
                           td(f'{what}{r.get("path")}:{r.get("start_line")}'), td(r.get("prefix"))])
         parts.append(table(["no-dp rank", "score", "hush rank", "score", "secrets", "example", "prefix (redacted)"], rrows))
     return "".join(parts)
+
+
+def _code_slices(doc: dict, *, e, td, table) -> list[str]:
+    """The code slices' losses per arm and each protected arm against drop-dp (`slices`)."""
+    from repoguard.evaluation.slices import CODE_SLICES, VERSUS_SLICES
+
+    base = doc.get("base") or {}
+    if not any(sl in base for sl in CODE_SLICES):
+        return []
+    parts = ['<h3>Code slices</h3><p>Held-out examples of code files only (documentation and data files '
+             'left out): <b>public-code</b> (tied to no secret), <b>tied-code</b> (tied to a secret) and '
+             '<b>uses-internal</b> (files that import a declared secret\'s files: the code an assistant for '
+             'this company must help with). Examples scored: '
+             + e(", ".join(f"{sl} {(base.get(sl) or {}).get('examples', 0)}" for sl in CODE_SLICES)) + '.</p>']
+    rows = [[td("base"), *(td((base.get(sl) or {}).get("loss"), True, ".3f") for sl in CODE_SLICES)]]
+    rows += [[td(name), *(td(((r.get("slices") or {}).get(sl) or {}).get("loss"), True, ".3f") for sl in CODE_SLICES)]
+             for name, r in doc["arms"].items()]
+    parts.append(table(["arm", *(f"{sl} loss" for sl in CODE_SLICES)], rows))
+    vs = doc.get("versus") or {}
+    if vs:
+        parts.append('<p>Each protected arm against <b>drop-dp</b> (what a team would do instead): arm − drop-dp '
+                     'held-out loss, mean over repeats ± its standard error (negative: the arm is better), and '
+                     'the share of the drop-dp → no-dp gap it recovers (0 %: drop-dp, 100 %: training on '
+                     'everything without noise). One repeat gives no standard error: run '
+                     '<code>compare --repeats N</code>.</p>')
+        vrows = []
+        for arm, per in _ordered(vs):
+            for sl in VERSUS_SLICES:
+                v = per.get(sl)
+                if v:
+                    vrows.append([td(arm), td(sl), td(v["diff"], True, "+.4f"), td(v.get("se"), True, ".4f"),
+                                  td(v.get("t"), True, "+.1f"), td(v.get("headroom"), True, "+.0%"),
+                                  td("/".join(str(x) for x in v.get("n") or []))])
+        parts.append(table(["arm", "slice", "arm − drop-dp", "se", "t", "headroom recovered",
+                            "repeats (arm/drop-dp/no-dp)"], vrows))
+    return parts
 
 
 def _ordered(d: dict) -> list[tuple]:

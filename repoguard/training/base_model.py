@@ -38,6 +38,7 @@ from pathlib import Path
 
 from repoguard.core.artefacts import file_sha256
 from repoguard.core.errors import InputError
+from repoguard.training.cache import cache_root  # noqa: F401  (re-exported: tests, pretrained bases)
 from repoguard.training.model import TinyConfig
 
 log = logging.getLogger("repoguard")
@@ -119,14 +120,6 @@ def _stdlib_digest() -> str:
     if root not in _DIGESTS:
         _DIGESTS[root] = corpus_digest(stdlib_corpus())
     return _DIGESTS[root]
-
-
-def cache_root() -> Path:
-    """`$REPOGUARD_CACHE_DIR`, else `$XDG_CACHE_HOME/repoguard`, else `~/.cache/repoguard`."""
-    if os.environ.get("REPOGUARD_CACHE_DIR"):
-        return Path(os.environ["REPOGUARD_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "repoguard"
 
 
 def cache_key(digest: str, config: PretrainConfig = DEFAULT) -> str:

@@ -122,16 +122,21 @@ def tiny_llama(tok, *, seed: int, size: TinyConfig = TinyConfig()):
 
 
 def load_model(model_dir: str | Path, *, device, bf16: bool | None = None):
-    """Load a local HF causal LM and its tokenizer (`local_files_only=True`).
+    """Load a local HF causal LM and its tokenizer (`local_files_only=True`). `model_dir` is a
+    checkpoint directory or the name of a fetched model (`training.pretrained.resolve`, e.g.
+    "smollm2-135m"): the one place `--model` is resolved, for every command.
 
     bf16 by default on CUDA, fp32 on CPU. A tokenizer without a pad token gets EOS as pad.
-    Raises InputError when the directory is missing or not a loadable checkpoint."""
+    Raises InputError when the directory is missing or not a loadable checkpoint, or the named
+    model was not fetched (the message gives the fetch command)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from repoguard.training.pretrained import resolve
+
     hf_logging.disable_progress_bar()   # "Loading weights" bars would fill CI logs and break -q
-    d = Path(model_dir)
+    d = resolve(str(model_dir))
     if not (d / "config.json").is_file():
         raise InputError(f"{d}: not a Hugging Face model directory (no config.json)")
     if bf16 is None:
