@@ -297,7 +297,13 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
             return lp, rho, None
         rho = np.minimum(rho, 1.0)
         if method is None and enforce:
-            sf = floor_sigma(rho)
+            try:
+                sf = floor_sigma(rho)
+            except PolicyError:
+                # both spent: name the declared secrets first (their refusal says which and by
+                # how much), as when their calibration ran before the floor's
+                secrets_cal(rho, accountant)
+                raise
             if sf > 0 and secrets_pass(rho, sf):
                 return lp, rho, _Deferred(lambda: secrets_cal(rho, accountant), at=sf)
             if ceiling is not None and not secrets_pass(rho, ceiling):
