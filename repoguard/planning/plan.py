@@ -210,7 +210,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     floor joins the certified calibration as one more secret. With c swept, c maximises Σw/σ
     with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
     σ(c) stays within that σ: the floor's noise is paid anyway, so the secrets' examples get
-    the weight it buys (DESIGN.md "Undetected-secret floor"). Disabled ("off"): reported only.
+    the weight it buys (docs/privacy.md "Undetected-secret floor"). Disabled ("off"): reported only.
     Raises InputError when some ρ > 1 (B too large for Σw) and PolicyError naming the secrets
     whose earlier spending makes their target unreachable."""
     import time
