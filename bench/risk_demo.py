@@ -1,4 +1,4 @@
-"""The at-risk ranking on the fixture monorepo, --no-dp vs DP (the README's tables).
+"""The at-risk ranking on the fixture monorepo, --no-dp vs DP (docs/results.md "At-risk ranking").
 
 Builds the fixture, commits a canary line at the top of every file of the test secret of
 fixtures/audit_setup.py (trading/alpha/, services/risk/, libs/pricing/: 21 examples), pretrains

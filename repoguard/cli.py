@@ -1,6 +1,6 @@
 """The `repoguard` command: parses arguments, calls one stage, maps errors to exit codes.
 
-Thin by design (see STYLE.md, pre-commit's `commands/`): every subcommand lives in
+Thin by design (docs/design.md "Packages and layering"; pre-commit's `commands/`): every subcommand lives in
 `repoguard/commands/<name>.py`; this module only wires them up.
 """
 from __future__ import annotations

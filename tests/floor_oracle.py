@@ -1,7 +1,7 @@
 """An independent oracle for the undetected-secret floor: dp_accounting's privacy-loss
 distribution of each Poisson-subsampled Gaussian part (connect-the-dots, FFT self-composition,
 parts composed; both adjacency directions, its δ is the max), turned into the Neyman–Pearson
-reconstruction bound min_ε e^ε·p + δ(ε) [Hush Lemma 3.2 / DESIGN.md "Neyman–Pearson bound"].
+reconstruction bound min_ε e^ε·p + δ(ε) [Hush Lemma 3.2 / docs/privacy.md "The Neyman–Pearson bound"].
 Shares no code with repoguard's accountant."""
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-hooks.yaml", "README.md", "bench", "constraints.txt",
-             "fixtures", "pyproject.toml", "repoguard", "rules", "tests"}
+TOP_LEVEL = {".ci", ".gitignore", ".pre-commit-hooks.yaml", "CHANGELOG.md", "README.md", "bench", "constraints.txt",
+             "docs", "fixtures", "mkdocs.yml", "pyproject.toml", "repoguard", "rules", "tests"}
 
 
 def _norm(name: str) -> str:

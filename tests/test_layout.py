@@ -1,4 +1,4 @@
-"""The package layout (DESIGN.md "Pipeline and layout", issue 30): one package per stage, imports
+"""The package layout (docs/design.md "Packages and layering"): one package per stage, imports
 running one way, no import cycle between modules, nothing flat in `repoguard/` but the entry points.
 
 The import graph is read with the standard library's `ast` from every `import`/`from … import`
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "repoguard"
 
 # Lower rank = lower layer. A module may import its own layer or a lower one, never a higher one.
 # core ← source ← credentials ← analyzers ← tagging, accounting ← planning ← training, synthesis
-# ← audit, evaluation ← report ← pipeline ← commands ← cli (DESIGN.md; issue 30's order, with
+# ← audit, evaluation ← report ← pipeline ← commands ← cli (docs/design.md's order, with
 # tagging placed after the analyzers it reads and before the pipeline that runs it).
 LAYERS = {
     "core": 0, "source": 1, "credentials": 2, "analyzers": 3, "tagging": 4, "accounting": 4,

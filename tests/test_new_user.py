@@ -46,7 +46,7 @@ def test_config_validate_validates_the_named_file(fixture_repo, tmp_path):
     assert r.returncode == 0 and r.stdout.startswith(f"{good}: valid") and "0 secret(s)" in r.stdout
     r = rg("config", "validate", "--config", str(good), str(fixture_repo / "repoguard.toml"))
     assert r.returncode == 2 and "not both" in r.stderr
-    # --config after every subcommand parses (the README: "every subcommand").
+    # --config after every subcommand parses (docs/commands/index.md: "every subcommand").
     for sub in (["scan"], ["analyze"], ["explain", "x.py"], ["suggest"], ["plan"], ["ledger", "verify"],
                 ["train"], ["report"], ["run"], ["tag"], ["audit", "extract"]):
         r = rg(*sub, "--config", str(typo), "--help")
@@ -125,17 +125,17 @@ def test_non_git_directory_is_refused_by_every_subcommand_that_reads_it(tmp_path
     assert r.returncode == 1 and "github" in r.stdout.lower()
 
 
-# -- items 5, 6: the budget fraction F = 1 as the README states it; ledger verify counts runs ------
-def _readme_f1_sentence() -> str:
-    text = " ".join((ROOT / "README.md").read_text().split())
+# -- items 5, 6: the budget fraction F = 1 as the docs state it; ledger verify counts runs --------
+def _docs_f1_sentence() -> str:
+    text = " ".join((ROOT / "docs" / "commands" / "run.md").read_text().split())
     start = text.index("With the default F = 1")
     return text[start:text.index(".", text.index("exit 1", start)) + 1]
 
 
 @pytest.mark.slow
-def test_budget_fraction_one_as_the_readme_says(fixture_repo_copy):
+def test_budget_fraction_one_as_the_docs_say(fixture_repo_copy):
     repo = fixture_repo_copy
-    claim = _readme_f1_sentence()
+    claim = _docs_f1_sentence()
     assert "trains again" in claim and "refused (exit 1)" in claim
     cfg = repo / "repoguard.toml"
     cfg.write_text(cfg.read_text() + TYPO_SECRET)

@@ -106,16 +106,16 @@ def test_installed_hook_blocks_commit_and_clean_commit_passes(make_repo, hooks_r
     assert git(repo, "rev-parse", "HEAD") == head  # the commit was blocked
 
 
-def _readme_hook_config() -> str:
-    """The YAML block of README.md's "### Pre-commit" section, as a user copies it."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Pre-commit\n"):]
+def _docs_hook_config() -> str:
+    """The YAML block of the docs' "## Pre-commit" section (docs/scanning.md), as a user copies it."""
+    text = (ROOT / "docs" / "scanning.md").read_text()
+    section = text[text.index("## Pre-commit\n"):]
     start = section.index("```yaml\n") + len("```yaml\n")
     return section[start:section.index("```", start)]
 
 
-def test_readme_snippet_matches_the_published_hooks():
-    config = yaml.safe_load(_readme_hook_config())
+def test_docs_snippet_matches_the_published_hooks():
+    config = yaml.safe_load(_docs_hook_config())
     (repo,) = config["repos"]
     assert repo["repo"] == "local" and "rev" not in repo
     published = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
@@ -125,12 +125,12 @@ def test_readme_snippet_matches_the_published_hooks():
 
 
 @pytest.mark.slow
-def test_readme_snippet_works_as_written(make_repo, env):
-    """Issue 28 item 9: the README's block (it said `rev: v0.1.0`, a tag that does not exist),
+def test_docs_snippet_works_as_written(make_repo, env):
+    """Issue 28 item 9: the documented block (it said `rev: v0.1.0`, a tag that does not exist),
     copied into a repository, installed with the real pre-commit: a clean commit passes, a commit
     adding a credential is blocked, and committing the manifest the tag hook wrote passes."""
     repo = make_repo({"README.md": "hi\n"})
-    (repo / ".pre-commit-config.yaml").write_text(_readme_hook_config())
+    (repo / ".pre-commit-config.yaml").write_text(_docs_hook_config())
     git(repo, "add", ".pre-commit-config.yaml")
     git(repo, "commit", "-qm", "config")
     p = _run([str(BIN / "pre-commit"), "install"], repo, env)

@@ -1,6 +1,6 @@
 """`repoguard run` end to end on the fixture monorepo with the embedded tiny model: every artefact,
 stage skipping, `--from`, the scheduled path twice on one ledger, the lock and the budget refusal,
-and the README's cron/CI snippets as valid invocations."""
+and the docs' cron/CI snippets as valid invocations."""
 from __future__ import annotations
 
 import json
@@ -207,20 +207,19 @@ def test_bad_flags_exit_2(fixture_repo, capsys):
     assert exc.value.code == 2
 
 
-def _readme_commands() -> list[str]:
-    """`repoguard …` invocations in the README's run/scheduled sections (cron line, CI steps)."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Running the pipeline")
+def _docs_commands() -> list[str]:
+    """`repoguard …` invocations in the docs' run and scheduled pages (cron line, CI steps)."""
+    text = "\n".join((ROOT / "docs" / page).read_text() for page in ("commands/run.md", "scheduled.md"))
     cmds = []
-    for line in text[start:].splitlines():
+    for line in text.splitlines():
         m = re.search(r"\brepoguard (run|scan|ledger|report)\b.*", line)
         if m and "`repoguard" not in line:
             cmds.append(m.group(0))
     return cmds
 
 
-def test_readme_cron_and_ci_snippets_are_valid_invocations():
-    cmds = _readme_commands()
+def test_docs_cron_and_ci_snippets_are_valid_invocations():
+    cmds = _docs_commands()
     assert any("--scheduled" in c for c in cmds) and len(cmds) >= 3
     parser = build_parser()
     for cmd in cmds:

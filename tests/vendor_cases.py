@@ -194,7 +194,7 @@ def summary(by: dict[str, list[int]]) -> tuple[float, float]:
     return (sum(h for _, h in pos) / sum(n for n, _ in pos), sum(h for _, h in neg) / sum(n for n, _ in neg))
 
 
-if __name__ == "__main__":  # python tests/vendor_cases.py: the table below, for README and issues
+if __name__ == "__main__":  # python tests/vendor_cases.py: the table below, for docs/results.md
     from repoguard.credentials.engine import Engine
     from repoguard.credentials.rules import load_rules
 

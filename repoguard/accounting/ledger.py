@@ -2,7 +2,7 @@
 divergence each secret spent in it.
 
 KL and Rényi divergences add under composition, across steps and across runs [Hush §4], so the
-ledger is the sum that later plans start from (DESIGN.md "Ledger"). Format (`OUT/ledger.jsonl`,
+ledger is the sum that later plans start from (docs/privacy.md "The ledger: composition across runs"). Format (`OUT/ledger.jsonl`,
 format version 2): one JSON object per line,
 
     {"v": 2, "seq": k, "prev": <hash of entry k−1 or 64 zeros>, "run_id", "time" (UTC ISO),

@@ -8,7 +8,7 @@
   scheduled runs under `OUT/runs/*/train/`) of a private run must name a run, and a ledger head,
   that the ledger holds. A deleted or replaced ledger would otherwise restart every secret's
   budget at zero while the released adapters remain (issue 32, hole J). The check is only as
-  strong as the unkeyed chain (README: what the hash chain does and does not protect against).
+  strong as the unkeyed chain (docs/scheduled.md: what the hash chain does and does not protect against).
 """
 from __future__ import annotations
 

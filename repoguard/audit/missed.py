@@ -1,5 +1,5 @@
 """Canaries for missed secrets [JFT §5, "missed" canaries; Carlini et al. 2019 exposure], checked
-against the plan's undetected-secret floor (DESIGN.md "Undetected-secret floor", "Audit").
+against the plan's undetected-secret floor (docs/privacy.md "Undetected-secret floor", "Audits").
 
 The canary audit (`audit/canaries.py`) plants a canary in a *declared* secret's examples, which
 the plan protects. Here the canary goes into examples tied to *no* secret (public, not held out):

@@ -1,7 +1,7 @@
 """At-risk ranking: which training examples would a trained model give away?
 
 [Stock, Shilov, Mironov, Sablayrolles 2022, "Defending against reconstruction attacks with Rényi
-differential privacy", §3.2 lazy sampling, §4.2; DESIGN.md "At-risk ranking".] For each scored
+differential privacy", §3.2 lazy sampling, §4.2; docs/privacy.md "Audits".] For each scored
 example z of a trained run (a *window*: a context followed by a span of tokens):
 
   * log P_S(span | context) — the log-probability that the attack's decoding S regenerates the

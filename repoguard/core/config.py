@@ -45,7 +45,7 @@ class Protection:
 
 @dataclass(frozen=True)
 class Undetected:
-    """`[defaults] undetected`: the undetected-secret floor (DESIGN.md "Undetected-secret floor").
+    """`[defaults] undetected`: the undetected-secret floor (docs/privacy.md "Undetected-secret floor").
     A secret nobody declared or detected, living in `k` examples tied to nothing, must get a
     posterior bound ≤ `r` at prior `p` over the whole run (both phases, composed across the
     ledger). `enabled = False` is the explicit opt-out `undetected = "off"`, marked in every

@@ -1,6 +1,6 @@
 """Errors that the CLI turns into one line on stderr and an exit code.
 
-Exit codes (README "Exit codes"): 0 ok, 1 findings or policy failure, 2 usage or input error,
+Exit codes (docs/commands/index.md "Exit codes"): 0 ok, 1 findings or policy failure, 2 usage or input error,
 74 an output could not be written (disk full), 70 internal error.
 Raise `InputError` for anything a user can fix in their input (a file, a flag, a config key) and
 `PolicyError` when the input is fine but repoguard must refuse (a budget that would be exceeded,

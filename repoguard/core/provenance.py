@@ -4,7 +4,7 @@ secret added to the config after `plan` was otherwise trained at w = 1 and missi
 privacy report).
 
 Digests are plain SHA-256 (unkeyed): they catch a stale or accidentally edited artefact, not a
-forger who can write the output directory (README, "What the ledger's hash chain protects").
+forger who can write the output directory (docs/scheduled.md, "What the hash chain does and does not protect against").
 """
 from __future__ import annotations
 

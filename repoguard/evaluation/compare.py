@@ -4,7 +4,7 @@ Every arm starts from the same base model and trains with the same B, T, learnin
 length and held-out split (the plan's), and is scored on exactly the same held-out examples and
 lines (one `metrics.EvalSet`). Every protected arm meets the same declared targets and the same
 undetected-secret floor, calibrated against one snapshot of the ledger (`evaluation.protection`,
-DESIGN.md "Equal protection"):
+docs/commands/compare.md "Equal protection"):
 
 - `hush`      the plan re-built at the floor and the ledger snapshot (weighted-Poisson DP-SGD,
               Hush Alg. 2);

@@ -1,5 +1,5 @@
 """Equal protection for `repoguard compare`: every arm's plan at the same declared targets, the
-same undetected-secret floor and the same ledger state (DESIGN.md "Equal protection", issue 26).
+same undetected-secret floor and the same ledger state (docs/commands/compare.md "Equal protection").
 
 Protected arms (`PROTECTED`) meet every declared secret's (p_j, r_j) *and* the floor
 `config.Undetected` (k, p, r): a secret nobody declared, living in k untied examples sampled at

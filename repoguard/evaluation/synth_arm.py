@@ -40,7 +40,7 @@ def synth_settings(values: dict | None = None) -> dict:
 
 
 def synth_label(settings: dict) -> str:
-    """'N = 32, T = 3, L = 2, K = 16': the settings as the table and README write them."""
+    """'N = 32, T = 3, L = 2, K = 16': the settings as the table and the docs write them."""
     return (f"N = {settings['n']}, T = {settings['rounds']}, L = {settings['variations']}, "
             f"K = {settings['clusters']}")
 

@@ -184,8 +184,8 @@ def run_targets(secrets, ledger_spent: dict, fraction: float, ledger_pairs: dict
     where `ledger_pairs` (`accounting.ledger.spent_pairs`) holds the secret's earlier runs, the
     Neyman–Pearson bound of their composed pairs (`pld.pld_bound` with nothing added, as the
     calibration's budget check does). σ calibrated to r_run leaves (1 − f) of the headroom to
-    later runs, so after night k the binding secret sits near (1 − (1−f)^k)·r (DESIGN.md
-    "Ledger"); f = 1 spends all of it. A secret already at or over r keeps r (the plan then
+    later runs, so after night k the binding secret sits near (1 − (1−f)^k)·r (docs/privacy.md
+    "The ledger: composition across runs"); f = 1 spends all of it. A secret already at or over r keeps r (the plan then
     refuses it). Secrets with the same history share one Neyman–Pearson evaluation."""
     from repoguard.accounting.spent_bounds import spent_bound
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from repoguard.core.config import Config, PlanConfig
 
 # The default B and T when neither a flag nor `[plan]` in the config sets them (issue 26 item 3):
-# `batch_rule`, chosen from the B × T sweep at the undetected-secret floor in the README ("Choosing
+# `batch_rule`, chosen from the B × T sweep at the undetected-secret floor in docs/results.md ("Choosing
 # B and T"). One rule for `plan` and `run`, whatever the model.
 RULE_STEPS = 200                 # T: at a fixed B·T, T = 200 beat T ≤ 100 and tied with T = 400
 RULE_EPOCHS = 5                  # B = E·n/T: E passes over the n untied examples in T steps
@@ -28,7 +28,7 @@ def batch_rule(n_untied: int) -> tuple[float, int, str]:
     """(B, T, the rule in words) for a corpus with `n_untied` untied training examples: T =
     RULE_STEPS, and B = RULE_EPOCHS·n/T (that many passes over them), clamped to RULE_B_MIN…
     RULE_B_MAX and then to at most n/RULE_RHO_MAX (at least 1), so an untied example is sampled
-    with ρ = B/Σw ≤ 1/3. The constants come from the sweep in the README ("Choosing B and T"):
+    with ρ = B/Σw ≤ 1/3. The constants come from the sweep in docs/results.md ("Choosing B and T"):
     at a fixed B·T, T = 200 learned more than T ≤ 100 and as much as T = 400; more B·T helped;
     near ρ = 1 the undetected floor's σ grew 4× and the larger B bought nothing."""
     n = max(int(n_untied), 0)

@@ -216,7 +216,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     floor joins the certified calibration as one more secret. With c swept, c maximises Σw/σ
     with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
     σ(c) stays within that σ: the floor's noise is paid anyway, so the secrets' examples get
-    the weight it buys (DESIGN.md "Undetected-secret floor"). Disabled ("off"): reported only.
+    the weight it buys (docs/privacy.md "Undetected-secret floor"). Disabled ("off"): reported only.
     `value` (n_examples,): the LP objective's coefficient per example (`planning.value`, named
     `objective`, recorded in extra["objective"]); None maximises Σw as in Hush. The c rule is
     unchanged (Σw/σ).

@@ -1,4 +1,4 @@
-"""The undetected-secret floor as a plan target (DESIGN.md "Undetected-secret floor", issue 26).
+"""The undetected-secret floor as a plan target (docs/privacy.md "Undetected-secret floor").
 
 Scanners miss about a third of real credentials, and nobody declares every trade secret. Such a
 secret lives in examples tied to nothing, which keep w = 1 and so the largest sampling

@@ -1,5 +1,5 @@
 """The Pareto picture of `repoguard compare --floors`: undetected-floor bound against held-out
-public loss, per arm (DESIGN.md "Equal protection"), as inline SVG written here in Python.
+public loss, per arm (docs/commands/compare.md "Equal protection"), as inline SVG written here in Python.
 
 x: the arm's achieved floor bound (cumulative posterior bound of a secret nobody declared, living
 in k untied examples; log scale, 1 = no bound); y: held-out public loss (nats/token, lower is
