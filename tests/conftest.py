@@ -57,6 +57,29 @@ def fixture_repo_copy(fixture_repo, tmp_path) -> Path:
     return dest
 
 
+SMALL_PLAN = ["--batch-size", "8", "--steps", "3", "--c", "1"]
+
+
+@pytest.fixture(scope="session")
+def planned_fixture_repo(fixture_repo, tmp_path_factory) -> Path:
+    """The fixture monorepo, analysed and planned with `SMALL_PLAN` (B = 8, T = 3, c = 1), once
+    per session. Read-only; use `planned_repo_copy` to change it."""
+    from repoguard.cli import main
+    repo = tmp_path_factory.mktemp("planned") / "monorepo"
+    shutil.copytree(fixture_repo, repo, symlinks=True)
+    assert main(["analyze", "-q", str(repo)]) == 0
+    assert main(["plan", "-q", *SMALL_PLAN, str(repo)]) == 0
+    return repo
+
+
+@pytest.fixture
+def planned_repo_copy(planned_fixture_repo, tmp_path) -> Path:
+    """A private copy of `planned_fixture_repo` for tests that change it."""
+    dest = tmp_path / "monorepo"
+    shutil.copytree(planned_fixture_repo, dest, symlinks=True)
+    return dest
+
+
 @pytest.fixture
 def make_repo(tmp_path):
     """Factory: `make_repo({"a.py": "...", ...}, message="init")` → a committed git repo."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from repoguard.cli import main
 from repoguard.core.errors import PolicyError
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAN = ["--batch-size", "8", "--steps", "3", "--c", "1"]
+from conftest import SMALL_PLAN as PLAN  # noqa: E402
 TRAIN = ["--steps", "3", "--max-length", "64"]
 
 
@@ -34,21 +33,10 @@ def _runs(out: Path) -> list[str]:
     return sorted({json.loads(x)["run_id"] for x in lines})
 
 
-@pytest.fixture(scope="module")
-def planned(fixture_repo, tmp_path_factory) -> Path:
-    """The fixture monorepo, analysed and planned (B = 8, T = 3, c = 1); copy before changing it."""
-    repo = tmp_path_factory.mktemp("holes") / "monorepo"
-    shutil.copytree(fixture_repo, repo, symlinks=True)
-    assert main(["analyze", "-q", str(repo)]) == 0
-    assert main(["plan", "-q", *PLAN, str(repo)]) == 0
-    return repo
-
-
 @pytest.fixture
-def repo(planned, tmp_path) -> Path:
-    dest = tmp_path / "monorepo"
-    shutil.copytree(planned, dest, symlinks=True)
-    return dest
+def repo(planned_repo_copy) -> Path:
+    """The fixture monorepo analysed and planned with PLAN (conftest's SMALL_PLAN), a private copy."""
+    return planned_repo_copy
 
 
 # -- A: double spending -------------------------------------------------------------------------

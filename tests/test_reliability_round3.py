@@ -5,7 +5,6 @@ file is caught by `plan`; out-of-range B, T, C are named; a killed run never rep
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 
 from repoguard.cli import main
 
-PLAN = ["--batch-size", "8", "--steps", "3", "--c", "1"]
+from conftest import SMALL_PLAN as PLAN  # noqa: E402
 TRAIN = ["--steps", "3", "--max-length", "64"]
 
 
@@ -32,21 +31,10 @@ def _snapshot(d: Path) -> dict:
             for p in sorted(d.rglob("*")) if p.is_file() and p.name != "run.lock"}
 
 
-@pytest.fixture(scope="module")
-def planned(fixture_repo, tmp_path_factory) -> Path:
-    """The fixture monorepo, analysed and planned (B = 8, T = 3, c = 1); copy before changing it."""
-    repo = tmp_path_factory.mktemp("round3") / "monorepo"
-    shutil.copytree(fixture_repo, repo, symlinks=True)
-    assert main(["analyze", "-q", str(repo)]) == 0
-    assert main(["plan", "-q", *PLAN, str(repo)]) == 0
-    return repo
-
-
 @pytest.fixture
-def repo(planned, tmp_path) -> Path:
-    dest = tmp_path / "monorepo"
-    shutil.copytree(planned, dest, symlinks=True)
-    return dest
+def repo(planned_repo_copy) -> Path:
+    """The fixture monorepo analysed and planned with PLAN (conftest's SMALL_PLAN), a private copy."""
+    return planned_repo_copy
 
 
 # -- item 3: RANK without torchrun; checkpoints of failed and refused runs ---------------------------
