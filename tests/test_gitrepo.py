@@ -149,7 +149,7 @@ def test_line_blocks_cut_long_lines_across_reads():
     skipped however many reads it spans."""
     import io
 
-    from repoguard.source.gitrepo import _iter_line_blocks
+    from repoguard.source.gitlog import _iter_line_blocks
 
     data = b"a\n" + b"x" * 50 + b"\nbb\n\n" + b"y" * 7 + b"\r\nz"
     for chunk in (1, 3, 8, 64):
@@ -160,7 +160,7 @@ def test_line_blocks_cut_long_lines_across_reads():
 def test_hunk_headers_parse_like_the_reference_regex():
     """`_hunk_start` (the history's million hunk headers, by hand) agrees with `_HUNK` on the
     usual forms and on malformed ones (which fall back to the regex)."""
-    from repoguard.source.gitrepo import _HUNK, _hunk_start
+    from repoguard.source.gitlog import _HUNK, _hunk_start
 
     cases = [b"@@ -1 +1 @@", b"@@ -0,0 +1,3 @@", b"@@ -10,2 +12 @@ def f():", b"@@ -1, +2 @@", b"@@ -a +2 @@",
              b"@@ -1 +2,x @@", b"@@@ -1 +2 @@", b"@@ -1 +2 @@@", b"@@ -1,2,3 +4 @@", b"@@ -1 +2", b"@@ -1 +22",

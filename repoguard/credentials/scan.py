@@ -275,7 +275,7 @@ class Scanner:
         introduced it (the oldest one adding it on that path), with author, date and whether it
         is still present at HEAD. `rev`: a revision or range (`v1.0..main`); `since`: only
         commits after it. An object git cannot read is skipped with a warning naming it and
-        counted in `stats["unreadable"]` (source.gitrepo.Unreadable); the rest is scanned."""
+        counted in `stats["unreadable"]` (source.gitlog.Unreadable); the rest is scanned."""
         t0 = time.perf_counter()
         commits: list = []
         unreadable: list = []
