@@ -45,7 +45,8 @@ def main(argv=None) -> int:
     from repo_tools import build
     from repoguard.cli import main as cli
     from repoguard.core.config import load_config
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
     from repoguard.planning.plan import load_plan
 
     t0 = time.perf_counter()

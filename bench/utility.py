@@ -133,7 +133,7 @@ def summarize(doc: dict) -> dict:
 
 
 def print_summary(s: dict, doc: dict, meta: dict) -> None:
-    from repoguard.evaluation.compare import floor_title
+    from repoguard.evaluation.compare_text import floor_title
     from repoguard.evaluation.slices import format_versus
 
     print(floor_title(doc))

@@ -94,7 +94,8 @@ def test_compare_reports_each_protected_arm_against_drop_dp(tmp_path, monorepo_m
     arm on held-out code examples only, and hush − drop-dp with its standard error and headroom
     is in the JSON, the text table and the report."""
     from repoguard.core.config import load_config
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
     from repoguard.report import build_report
     from repoguard.source.split import example_path
     from repoguard.evaluation.slices import is_code

@@ -223,7 +223,8 @@ def test_floor_off_and_bad_floor_levels(planned, capsys):
     """With the floor off, no arm claims to meet it and the title says so; --floors takes numbers
     strictly between the floor's p and 1 (one-line errors, exit 2, before any training)."""
     from repoguard.core.config import Undetected
-    from repoguard.evaluation.compare import floor_title, parse_floors
+    from repoguard.evaluation.compare import parse_floors
+    from repoguard.evaluation.compare_text import floor_title
     from repoguard.evaluation.protection import arm_plan
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import load_plan
@@ -249,7 +250,8 @@ def test_floor_sweep_and_pareto_report(planned):
     each ≤ its r), the references once; the report draws the Pareto plot as inline SVG and says
     which arm is lowest at each level."""
     from repoguard.core.config import load_config
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
 
     repo, out = planned
     cfg = dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training,
@@ -342,7 +344,8 @@ def test_repeats_give_mean_and_spread_per_arm(planned):
     import statistics
 
     from repoguard.core.config import load_config
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
 
     repo, out = planned
     cfg = dataclasses.replace(load_config(repo / "repoguard.toml", required=False).training,

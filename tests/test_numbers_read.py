@@ -53,7 +53,7 @@ def test_a_secret_an_arm_never_samples_keeps_the_runs_certified_bound(tmp_path):
 
 
 def test_an_arm_above_a_declared_target_is_not_labelled_as_meeting_it():
-    from repoguard.evaluation.compare import format_table, protection_label
+    from repoguard.evaluation.compare_text import format_table, protection_label
 
     assert protection_label({"protection": "floor", "meets_floor": True, "meets_targets": False}) == "FAILS targets"
     assert protection_label({"protection": "floor", "meets_floor": True, "meets_targets": True}) == "meets floor"

@@ -502,7 +502,7 @@ def test_compare_synth_arm_scores_the_same_held_out_rows_and_records_nothing(ana
     assert arm["protection"] == "floor" and arm["meets_floor"] is True        # the default floor, met
     assert arm["floor"]["bound"] <= arm["floor"]["r"] and arm["synthesis"]["anchors"] == "generated"
     assert arm["bound_ratio_max"] <= 1 + 1e-9                  # every declared target at the snapshot
-    from repoguard.evaluation.compare import format_table
+    from repoguard.evaluation.compare_text import format_table
 
     assert "meets floor" in format_table(doc)
     assert arm["synthesis"]["examples"] == 32 and arm["synthesis"]["randomness"] == "insecure-reproducible"
@@ -552,7 +552,8 @@ def test_compare_synth_settings_reach_the_arm_are_recorded_and_key_its_saved_res
     result and the table record the settings, and they are part of the saved result's key: the
     same settings reuse it, another N trains the arm again (so does --fresh)."""
     from repoguard.evaluation import synth_arm
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
     from repoguard.synthesis import rounds as rounds_mod
 
     repo, _ = analysed
@@ -591,7 +592,8 @@ def test_floor_sweep_trains_the_synth_arm_at_every_level(analysed, fresh_out):
     """`--floors`: synth meets the floor (by default), so the sweep trains it at every level with
     the floor enforced (its σ falls and its floor bound stays ≤ r as r grows), reusing the main
     result at the main floor's r; it can be a level's best arm."""
-    from repoguard.evaluation.compare import format_table, run_compare, swept_arms
+    from repoguard.evaluation.compare import run_compare, swept_arms
+    from repoguard.evaluation.compare_text import format_table
 
     assert swept_arms(("hush", "drop", "synth", "no-dp")) == ["hush", "synth"]
     repo, _ = analysed

@@ -257,7 +257,8 @@ def test_compare_two_phase_arms(planned):
     reserved (the floor holds over both phases), the clear arm's the hush plan made with the floor
     off (a reference: a clear phase 1 cannot meet it)."""
     from repoguard.core.config import TrainingConfig
-    from repoguard.evaluation.compare import format_table, run_compare
+    from repoguard.evaluation.compare import run_compare
+    from repoguard.evaluation.compare_text import format_table
 
     out, plan, _inc, _texts = planned
     cfg = TrainingConfig(max_length=32, learning_rate=2e-2, seed=7, eval_max_examples=4, eval_max_lines=2,

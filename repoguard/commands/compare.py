@@ -53,7 +53,8 @@ def register(parser) -> None:
 def run(args) -> int:
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.core.errors import InputError
-    from repoguard.evaluation.compare import ARMS, OPT_IN_ARMS, format_table, parse_floors, run_compare
+    from repoguard.evaluation.compare import ARMS, OPT_IN_ARMS, parse_floors, run_compare
+    from repoguard.evaluation.compare_text import format_table
     from repoguard.planning.undetected import resolve
 
     repo, config, out = resolve_repo(args, allow_plain=True)

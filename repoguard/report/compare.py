@@ -127,7 +127,7 @@ def render_compare(doc: dict | None, *, e, td, table, img) -> str:
     """The HTML section (the page's own escaping/table helpers are passed in); "" without a compare."""
     if not doc:
         return ""
-    from repoguard.evaluation.compare import best_sentence, floor_title, protection_label
+    from repoguard.evaluation.compare_text import best_sentence, floor_title, protection_label
 
     parts = ['<h2 id="compare">Compare: what each way of fine-tuning learned</h2>',
              f'<p><b>{e(floor_title(doc))}</b></p>'
