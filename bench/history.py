@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the arguments `GitRepo.iter_patches` gives git (its format aside: one hash line per commit here)
-GIT_LOG = ["git", "log", "-p", "-U0", "--no-color", "--no-merges", "--no-ext-diff", "-M", "--format=%H", "HEAD"]
+GIT_LOG = ["git", "log", "-p", "-U0", "--text", "--no-color", "--no-merges", "--no-ext-diff", "-M", "--format=%H", "HEAD"]
 
 
 def timed(cmd: list[str], cwd: Path, env: dict | None = None, stdout=subprocess.DEVNULL) -> tuple[float, float, int]:
