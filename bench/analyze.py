@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repoguard import analyzers  # noqa: E402
 from repoguard.analyzers.analyze import TrackingCache, run_analyzers  # noqa: E402
+from repoguard.analyzers.registry import REGISTRY  # noqa: E402
 from repoguard.analyzers import _files, history  # noqa: E402
 from repoguard.analyzers import imports as imports_analyzer  # noqa: E402
 from repoguard.core.config import load_config  # noqa: E402
@@ -185,7 +185,7 @@ def main() -> int:
     per = {}
     total_t = 0.0
     evidence_all = []
-    for name in analyzers.REGISTRY:
+    for name in REGISTRY:
         if name not in cfg.analyzers.enabled:
             continue
         ev, secs, _ = run_analyzers(repo, corpus, cfg, names=[name], caches=caches)

@@ -1,7 +1,7 @@
 """The analyze stage: corpus → analyzers → incidence, with per-analyzer counts and timings.
 
 `run_analyze(repo, config, out)` builds the corpus, runs every enabled analyzer of the registry
-(analyzers/__init__.py), turns their file-level evidence into the example × secret incidence
+(registry.py), turns their file-level evidence into the example × secret incidence
 (incidence.build_incidence) and writes `OUT/corpus/`, `OUT/incidence/` and the analyzer cache
 `OUT/cache/analyzers.json` (per-blob results of the import and codename extractors, so a re-run
 after a small change re-parses only the changed files). Nothing is written when any step fails.
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from repoguard import analyzers
 from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json, atomic_write_text
 from repoguard.core.config import Config
 from repoguard.core.errors import InputError
@@ -114,24 +113,24 @@ class AnalyzeResult:
 def run_analyzers(repo, corpus, config: Config, *, names: Sequence[str], caches: dict | None = None
                   ) -> tuple[list[Evidence], dict[str, float], list[Secret]]:
     """Run analyzers `names` in registry order; returns (evidence, seconds per analyzer, extra
-    secrets the analyzers discovered, e.g. credential findings)."""
+    secrets the analyzers discovered, e.g. credential findings). `caches` (section name →
+    TrackingCache) gives each analyzer that keeps a cache its section, created when absent."""
+    # imported here, not at the top: the pre-commit hook imports this module for its cache
+    # functions and must not load every analyzer (registry.py)
+    from repoguard.analyzers.registry import ANALYZERS
+
     evidence: list[Evidence] = []
     seconds: dict[str, float] = {}
     extra: list[Secret] = []
-    for name in analyzers.REGISTRY:
-        if name not in names:
+    for analyzer in ANALYZERS:
+        if analyzer.name not in names:
             continue
-        fn = analyzers.get(name)
-        kw = {}
-        if caches is not None and analyzers.accepts_cache(fn):
-            kw["cache"] = caches.setdefault(name, TrackingCache())
+        cache = caches.setdefault(analyzer.name, TrackingCache()) if caches is not None and analyzer.cached else None
         t = time.perf_counter()
-        got = list(fn(repo, corpus, config, **kw))
-        mod = __import__(fn.__module__, fromlist=["secrets"])
-        if hasattr(mod, "secrets"):
-            extra.extend(mod.secrets(got, config))
-        seconds[name] = round(time.perf_counter() - t, 3)
-        evidence.extend(got)
+        found = analyzer.run(repo, corpus, config, cache=cache)
+        seconds[analyzer.name] = round(time.perf_counter() - t, 3)
+        evidence.extend(found.evidence)
+        extra.extend(found.secrets)
     return evidence, seconds, extra
 
 
@@ -198,13 +197,14 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     """Build the corpus, run the analyzers, write the artefacts to `out` (when `write`).
 
     Raises InputError for an unknown analyzer name in `only`."""
+    from repoguard.analyzers.registry import REGISTRY
     from repoguard.source.corpus import build_corpus, save_corpus
 
     out = Path(out)
     names = list(only) if only else list(config.analyzers.enabled)
-    unknown = [n for n in names if n not in analyzers.REGISTRY]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise InputError(f"unknown analyzer {unknown[0]!r} (known: {', '.join(analyzers.REGISTRY)})")
+        raise InputError(f"unknown analyzer {unknown[0]!r} (known: {', '.join(REGISTRY)})")
     t0 = time.perf_counter()
     # repoguard's own config (the one in use too) and its output are never examples (corpus.py)
     corpus = build_corpus(repo, config.corpus, private=[p for p in (config.path, out) if p],
@@ -212,7 +212,7 @@ def run_analyze(repo, config: Config, out: str | Path, *, only: Sequence[str] | 
     t_corpus = time.perf_counter() - t0
     # Only the sections of the analyzers that run: a loaded section nobody uses would be pruned
     # empty on save (`--only codenames` wiped the imports cache); the others are kept as they are.
-    caches = load_caches(out, [n for n in ("imports", "codenames") if n in names])
+    caches = load_caches(out, [a.name for a in REGISTRY.values() if a.cached and a.name in names])
     evidence, seconds, extra = run_analyzers(repo, corpus, config, names=names, caches=caches)
     secrets = declared_secrets(config) + extra
     inc = build_incidence(corpus.example_ids(), corpus.file_examples, secrets, evidence, corpus.examples)

@@ -19,6 +19,7 @@ from typing import Iterator
 from repoguard.analyzers import _files
 from repoguard.analyzers.history import History, load_history
 from repoguard.analyzers.incidence import Evidence
+from repoguard.analyzers.protocol import EvidenceAnalyzer
 
 NAME = "cochange"
 
@@ -98,3 +99,6 @@ def analyze(repo, corpus, config) -> Iterator[Evidence]:
             yield Evidence(path, s.id, NAME,
                            f"changed together with {cp.b} in {cp.shared} commits (coupling "
                            f"{cp.degree:.0%}; revisions {cp.revs_a} and {cp.revs_b})", (path, cp.b))
+
+
+ANALYZER = EvidenceAnalyzer(NAME, analyze)

@@ -48,6 +48,7 @@ from repoguard.analyzers import _files
 from repoguard.analyzers.history import load_history
 from repoguard.analyzers.imports_lang import language_of as code_language
 from repoguard.analyzers.incidence import Evidence
+from repoguard.analyzers.protocol import EvidenceAnalyzer
 from repoguard.core.progress import progress
 
 log = logging.getLogger(__name__)
@@ -391,3 +392,6 @@ def _commit_messages(repo, matcher: Matcher, files: set[str], own: dict, max_cha
                     first[(p, sid, name)] = c.sha
     for (p, sid, name), sha in sorted(first.items()):
         yield Evidence(p, sid, NAME, f"commit {sha[:10]} touching it mentions codename {name!r}", selector=name)
+
+
+ANALYZER = EvidenceAnalyzer(NAME, analyze, cached=True)

@@ -14,13 +14,13 @@ form (`****(N chars)`, no character of the value).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, MutableMapping
 
 from repoguard.analyzers import _files
 from repoguard.analyzers.incidence import Evidence, Secret
+from repoguard.analyzers.protocol import Found
 
 NAME = "credentials"
-_FOUND: dict[str, Secret] = {}
 
 
 def secret_id(finding) -> str:
@@ -84,19 +84,33 @@ def scan_blobs(repo, files, config) -> Iterator[Evidence]:
                            span=_span(f))
 
 
-def analyze(repo, corpus, config) -> Iterator[Evidence]:
-    files = _files.corpus_files(corpus)
-    _FOUND.clear()
-    for f in scan(repo, files, config):
+def analyze(repo, corpus, config) -> Found:
+    """Evidence for every credential the scan finds in the corpus files' contents (one row per
+    finding, with its byte span), and one Secret per distinct credential in first-seen order:
+    p = `prior` (floored at `[defaults] p`), r = `target(p, [defaults] r)`."""
+    found: dict[str, Secret] = {}
+    evidence: list[Evidence] = []
+    for f in scan(repo, _files.corpus_files(corpus), config):
         sid = secret_id(f)
-        if sid not in _FOUND:
+        if sid not in found:
             p = prior(f, config.defaults.p)
-            _FOUND[sid] = Secret(sid, "credential", p, target(p, config.defaults.r),
-                                 f"{f.rule_id} credential {f.redacted} (~{guess_bits(f):.0f} bits)")
-        yield Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}", span=_span(f))
+            found[sid] = Secret(sid, "credential", p, target(p, config.defaults.r),
+                                f"{f.rule_id} credential {f.redacted} (~{guess_bits(f):.0f} bits)")
+        evidence.append(Evidence(f.path, sid, NAME, f"{f.rule_id} credential {f.redacted} at line {f.line}",
+                                 span=_span(f)))
+    return Found(evidence, list(found.values()))
 
 
-def secrets(evidence, config) -> list[Secret]:
-    """The credential secrets behind `evidence` (from the last `analyze` call), in first-seen order."""
-    seen = dict.fromkeys(e.secret_id for e in evidence)
-    return [_FOUND[s] for s in seen if s in _FOUND]
+class CredentialAnalyzer:
+    """The `Analyzer` of detected credentials: it discovers its secrets (`analyze`); it keeps no
+    cache in OUT/cache/analyzers.json, so every run scans every corpus file."""
+
+    name = NAME
+    cached = False
+
+    def run(self, repo, corpus, config, *, cache: MutableMapping | None = None) -> Found:
+        """`analyze(repo, corpus, config)`; `cache` is unused."""
+        return analyze(repo, corpus, config)
+
+
+ANALYZER = CredentialAnalyzer()

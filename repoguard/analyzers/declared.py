@@ -9,6 +9,7 @@ from typing import Iterator
 
 from repoguard.analyzers import _files
 from repoguard.analyzers.incidence import Evidence
+from repoguard.analyzers.protocol import EvidenceAnalyzer
 
 NAME = "declared"
 
@@ -20,3 +21,6 @@ def analyze(repo, corpus, config) -> Iterator[Evidence]:
         for path in _files.secret_files(secret, files):
             pattern = _files.matching_pattern(secret, path)
             yield Evidence(path, secret.id, NAME, f"matches paths pattern {pattern!r} of secret {secret.id}")
+
+
+ANALYZER = EvidenceAnalyzer(NAME, analyze)

@@ -39,9 +39,9 @@ def natural_key(text: str) -> list:
 
 def _order(rows: list[Evidence]) -> list[Evidence]:
     """By analyzer (registry order), then by reason with its line numbers compared as numbers."""
-    from repoguard.analyzers.incidence import ANALYZERS
+    from repoguard.analyzers.registry import REGISTRY
 
-    rank = {a: i for i, a in enumerate(ANALYZERS)}
+    rank = {name: i for i, name in enumerate(REGISTRY)}
     return sorted(rows, key=lambda e: (rank.get(e.analyzer, 99), natural_key(e.reason)))
 
 

@@ -47,6 +47,7 @@ from repoguard.analyzers import _files
 from repoguard.analyzers.imports_lang import RawImport, extract, language_of, supported
 from repoguard.analyzers.resolve import PROJECT_FILES, Resolver
 from repoguard.analyzers.incidence import Evidence
+from repoguard.analyzers.protocol import EvidenceAnalyzer
 from repoguard.core.progress import progress
 
 log = logging.getLogger(__name__)
@@ -341,3 +342,6 @@ def analyze(repo, corpus, config, *, cache: MutableMapping | None = None,
             continue
         yield from import_ties.chunk_rows(path, sid, carrying, uses[path], data[path],
                                           _files.own_chunks(corpus, path))
+
+
+ANALYZER = EvidenceAnalyzer(NAME, analyze, cached=True)

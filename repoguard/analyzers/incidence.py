@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # numpy/scipy load lazily: the pre-commit hook imports this m
     import numpy as np
     import scipy.sparse as sp
 
-ANALYZERS = ("declared", "imports", "ownership", "cochange", "codenames", "credentials")
-
 
 @dataclass(frozen=True)
 class Secret:
@@ -49,8 +47,8 @@ class Secret:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Why a file carries a secret. `analyzer` is one of ANALYZERS; `reason` is one readable line
-    ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties;
+    """Why a file carries a secret. `analyzer` is the name of a registered analyzer (registry.py);
+    `reason` is one readable line ("imports trading.alpha.signals at line 12"); `chain` lists the hops for transitive ties;
     `span`, when set (a credential's byte range), narrows the tie to the examples whose text
     overlaps it instead of every example of the file. `selector`, when set, is the declared
     selector that made the tie, as written in repoguard.toml (the codename of a `codenames` row),

@@ -20,6 +20,7 @@ from typing import Iterator
 from repoguard.analyzers import _files, codeowners
 from repoguard.analyzers.history import load_history
 from repoguard.analyzers.incidence import Evidence
+from repoguard.analyzers.protocol import EvidenceAnalyzer
 
 log = logging.getLogger(__name__)
 NAME = "ownership"
@@ -79,3 +80,6 @@ def _by_authors(repo, files: list[str], config) -> Iterator[Evidence]:
                 yield Evidence(path, s.id, NAME,
                                f"main developer {author} ({n} of {total} revisions, fragmentation "
                                f"{hist.fragmentation(path):.2f}) is a main developer of {s.id}")
+
+
+ANALYZER = EvidenceAnalyzer(NAME, analyze)
