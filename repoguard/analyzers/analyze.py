@@ -35,6 +35,7 @@ class TrackingCache(dict):
         self.added = 0
 
     def get(self, key, default=None):
+        """`dict.get`, marking `key` used when present (so a save keeps it)."""
         if key in self:
             self.used.add(key)
         return super().get(key, default)
@@ -100,11 +101,15 @@ def save_cache(out: Path, caches: dict[str, TrackingCache], *, prune: bool = Tru
 
 
 def declared_secrets(config: Config) -> list[Secret]:
+    """The secrets of repoguard.toml as incidence columns: kind "declared", their resolved (p, r)."""
     return [Secret(s.id, "declared", s.p, s.r, s.description) for s in config.secrets]
 
 
 @dataclass
 class AnalyzeResult:
+    """What `run_analyze` returns: the incidence (summary included), the corpus it was built on
+    (source.corpus.Corpus) and the summary written to OUT/incidence/summary.json."""
+
     incidence: Incidence
     corpus: object
     summary: dict

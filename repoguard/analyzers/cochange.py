@@ -26,6 +26,10 @@ NAME = "cochange"
 
 @dataclass(frozen=True)
 class Thresholds:
+    """code-maat's coupling thresholds (module doc): commits of more than `max_changeset` files are
+    skipped; a pair needs average revisions ≥ `min_revs`, shared revisions ≥ `min_shared_revs`
+    and degree ≥ `min_coupling` (a fraction, 0–1)."""
+
     max_changeset: int = 30
     min_revs: int = 5
     min_shared_revs: int = 5
@@ -33,10 +37,12 @@ class Thresholds:
 
     @classmethod
     def from_config(cls, cfg) -> "Thresholds":
+        """The thresholds of `[analyzers]` (core.config.AnalyzersConfig, its `cochange_*` keys)."""
         return cls(cfg.cochange_max_changeset, cfg.cochange_min_revs, cfg.cochange_min_shared_revs,
                    cfg.cochange_min_coupling)
 
     def as_dict(self) -> dict:
+        """{"max_changeset", "min_revs", "min_shared_revs", "min_coupling"}."""
         return asdict(self)
 
 
@@ -52,6 +58,7 @@ class Coupling:
 
     @property
     def degree(self) -> float:
+        """code-maat's degree of coupling, n_ab / ((n_a + n_b) / 2), in 0–1."""
         return self.shared / ((self.revs_a + self.revs_b) / 2)
 
 
@@ -79,6 +86,9 @@ def couplings(hist: History, targets: set[str], th: Thresholds) -> list[Coupling
 
 
 def analyze(repo, corpus, config) -> Iterator[Evidence]:
+    """Evidence for each corpus file coupled (module doc) with a file of a secret with
+    `propagate.cochange` and `paths`, outside those files: one row per (file, secret), citing the
+    most coupled of the secret's files (highest degree, then most shared revisions)."""
     secrets = [s for s in config.secrets if s.propagate.cochange and s.paths]
     if not secrets:
         return

@@ -21,6 +21,9 @@ _OWNER = re.compile(r"^(@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?|[^@\s]+@[^@
 
 @dataclass(frozen=True)
 class Rule:
+    """One valid CODEOWNERS line: its 1-based `line` number, the gitignore-style `pattern` and its
+    `owners` (empty: matching files are explicitly unowned)."""
+
     line: int
     pattern: str
     owners: tuple[str, ...]
@@ -43,6 +46,8 @@ class CodeOwners:
         return None
 
     def owners_of(self, path: str) -> tuple[str, ...]:
+        """The owners of `path` by its deciding rule (`match`); () when no rule matches or the rule is
+        explicitly unowned."""
         rule = self.match(path)
         return rule.owners if rule else ()
 

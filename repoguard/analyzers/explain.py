@@ -139,6 +139,8 @@ def check_in_corpus(out_dir: Path, repo, path: str) -> None:
 
 
 def render_file(answer: dict) -> str:
+    """The text of `explain FILE` from `secrets_of`'s answer: each secret the file carries, with its
+    evidence rows, transitive chains and, for a narrowed row, the chunks (lines) it ties."""
     if not answer["secrets"]:
         return f"{answer['path']}: carries no secret"
     lines = [f"{answer['path']} carries {len(answer['secrets'])} secret(s):"]
@@ -155,6 +157,8 @@ def render_file(answer: dict) -> str:
 
 
 def render_secret(answer: dict) -> str:
+    """The text of `explain --secret ID` from `examples_of`'s answer: the files carrying the secret,
+    each with its number of examples and its evidence rows."""
     ex = answer["examples"]
     n = sum(len(x["example_ids"]) for x in ex)
     lines = [f"{answer['secret']}: {len(ex)} file(s), {n} example(s)"]

@@ -22,6 +22,10 @@ _TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|reported-by
 
 @dataclass(frozen=True)
 class HistCommit:
+    """One commit reachable from HEAD (merges and bots' commits left out): `sha`, the author's
+    mailmap-normalised lower-cased email, the message (its first `max_message_chars`), and the
+    current names of the files it touched (renames followed)."""
+
     sha: str
     author: str                # canonical, lower-cased email
     message: str

@@ -56,6 +56,8 @@ class RawImport(NamedTuple):
 
 @dataclass
 class Extracted:
+    """The import statements of one file, sorted (by line first), and its Java `package` ("" elsewhere)."""
+
     imports: list[RawImport] = field(default_factory=list)
     package: str = ""          # Java package declaration, "" elsewhere
 
@@ -104,10 +106,12 @@ def _parser_and_query(language: str):
 
 
 def supported(language: str | None) -> bool:
+    """Whether `language` (as `language_of` names it; None for an unknown extension) has an import query."""
     return language in _QUERIES
 
 
 def language_of(path: str) -> str | None:
+    """The language of `path` by its extension (EXTENSIONS, compared lower-cased); None when unknown."""
     dot = path.rfind(".")
     return EXTENSIONS.get(path[dot:].lower()) if dot >= 0 else None
 

@@ -75,9 +75,11 @@ class Incidence:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(examples, secrets): the shape of `matrix`."""
         return self.matrix.shape
 
     def secret_index(self) -> dict[str, int]:
+        """{secret id: column index} in `secrets`' order."""
         return {s.id: j for j, s in enumerate(self.secrets)}
 
     def examples_of(self, secret_id: str) -> np.ndarray:

@@ -27,6 +27,8 @@ NAME = "ownership"
 
 
 def analyze(repo, corpus, config) -> Iterator[Evidence]:
+    """Evidence for corpus files owned by a secret's owners: CODEOWNERS rows first
+    (`propagate.owners`), then main-developer rows (`propagate.authors`), as the module doc says."""
     files = sorted(_files.corpus_files(corpus))
     yield from _by_codeowners(repo, files, config)
     yield from _by_authors(repo, files, config)

@@ -18,6 +18,7 @@ else:  # pragma: no cover
 
 
 def common_prefix_len(a: str, b: str) -> int:
+    """How many leading path components ("/"-separated) `a` and `b` share."""
     n = 0
     for x, y in zip(a.split("/"), b.split("/")):
         if x != y:
@@ -27,6 +28,8 @@ def common_prefix_len(a: str, b: str) -> int:
 
 
 def closest(importer: str, candidates: Iterable[str]) -> list[str]:
+    """Of `candidates`, the one sharing the most leading path components with `importer` (the first in
+    sorted order on a tie), as a list of at most one; all of them when there are fewer than two."""
     cands = sorted(set(candidates))
     if len(cands) <= 1:
         return cands

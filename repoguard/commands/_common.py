@@ -36,10 +36,12 @@ def common_options(*, suppress: bool = False):
 
 
 def add_path_argument(parser, *, help: str = "repository to work on (default: current directory)") -> None:
+    """Add the optional positional PATH (default ".") to `parser`; `help` replaces its help text."""
     parser.add_argument("path", nargs="?", default=".", metavar="PATH", help=help)
 
 
 def add_json_flag(parser) -> None:
+    """Add `--json` (machine-readable JSON on stdout) to `parser`."""
     parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
 
 
@@ -51,6 +53,7 @@ def resolve_config(args, root: Path) -> Config:
 
 
 def resolve_out(args, root: Path) -> Path:
+    """The output directory: `--out DIR` resolved to an absolute path, else `root/.repoguard`."""
     out = getattr(args, "out", None)
     return Path(out).resolve() if out else root / DEFAULT_OUT
 
@@ -79,6 +82,8 @@ def make_console(*, stderr: bool = False, **kw):
 
 
 def print_json(obj: Any) -> None:
+    """Write `obj` to stdout as indented JSON with sorted keys and a final newline; values JSON cannot
+    hold (paths, dates) are written as their `str`."""
     json.dump(obj, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
 

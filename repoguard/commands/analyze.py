@@ -8,6 +8,7 @@ HELP = "tie training examples to secrets (declared, imports, ownership, co-chang
 
 
 def register(parser) -> None:
+    """Add `analyze`'s arguments to its subparser: PATH, `--json`, `--only NAMES`."""
     add_path_argument(parser)
     add_json_flag(parser)
     parser.add_argument("--only", metavar="NAMES", default=None,
@@ -15,6 +16,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Run `repoguard analyze` as `args` say: write OUT/corpus/ and OUT/incidence/, then print the
+    summary (a table per analyzer, or `--json`). Returns 0; raises InputError (exit 2) for an unknown
+    analyzer in `--only`, a missing repository or an invalid config."""
     from repoguard.analyzers.analyze import run_analyze
     from repoguard.commands._common import resolve_repo
 

@@ -33,6 +33,7 @@ def _common_flags(p) -> None:
 
 
 def register(parser) -> None:
+    """Add the `canaries`, `extract` and `risk` actions with their options to `audit`'s subparser."""
     sub = parser.add_subparsers(dest="audit_kind", metavar="{canaries,extract,risk}", required=True,
                                 parser_class=type(parser))
     c = sub.add_parser("canaries", help="plant a canary in a secret's examples; exposure DP vs --no-dp")
@@ -82,6 +83,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Run the audit `args.audit_kind` names and print its result (log lines, or `--json`); the
+    document is also written under OUT/audit/. Returns 0; raises InputError (exit 2) for a bad flag
+    value or combination."""
     import dataclasses
     import logging
 

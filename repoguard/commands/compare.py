@@ -14,6 +14,8 @@ HELP = ("train the alternatives (uniform DP-SGD, dropping secret files, no DP…
 
 
 def register(parser) -> None:
+    """Add `compare`'s arguments to its subparser: PATH, `--json`, the arms, floors, repeats, steps,
+    synth-arm and risk options."""
     from repoguard.commands._common import add_json_flag, add_path_argument
 
     add_path_argument(parser)
@@ -51,6 +53,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Train the arms `args` name (evaluation.compare.run_compare) and print their held-out metrics
+    table, and the at-risk table when both hush and no-dp ran (or `--json`). Returns 0; raises
+    InputError (exit 2) for an unknown arm or a bad flag value."""
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.core.errors import InputError
     from repoguard.evaluation.compare import ARMS, OPT_IN_ARMS, parse_floors, run_compare

@@ -10,6 +10,7 @@ HELP = "validate and show the repoguard.toml configuration"
 
 
 def register(parser) -> None:
+    """Add the `validate` action (PATH, `--json`) to `config`'s subparser."""
     sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     v = sub.add_parser("validate", help="validate a config and print it resolved",
                        parents=[common_options(suppress=True)],
@@ -20,6 +21,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Validate the config file `--config` or PATH names and print it resolved (or as `--json`).
+    Returns 0; raises InputError (exit 2) for a missing or invalid file, or for both PATH and
+    `--config` naming different files."""
     from repoguard.core.config import CONFIG_FILENAME, load_config
     from repoguard.core.errors import InputError
 

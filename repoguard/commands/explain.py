@@ -10,6 +10,7 @@ HELP = "why a file carries secrets (FILE), or which files carry a secret (--secr
 
 
 def register(parser) -> None:
+    """Add `explain`'s arguments to its subparser: FILE | PATH, `--secret ID`, `--repo PATH`, `--json`."""
     parser.add_argument("file", nargs="?", default=None, metavar="FILE | PATH",
                         help="a file of the repository; with --secret, the repository (default: "
                              "the current directory)")
@@ -20,6 +21,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Print why a file carries secrets (FILE), or which files carry `--secret ID`, from the incidence
+    in OUT. Returns 0; raises InputError (exit 2) when neither is given, the repository is named
+    twice, PATH is not a directory, or the file is not in the analysed corpus."""
     from pathlib import Path
 
     from repoguard.analyzers import explain

@@ -29,6 +29,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Run `ledger verify` (returns 1 when the chain or a side file does not check, else 0) or
+    `ledger show` (the runs and what each secret spent against its target; returns 0). Raises
+    PolicyError (exit 1) from `show` when the chain is broken."""
     from repoguard.accounting.exposures import ledger_exposures
     from repoguard.accounting.ledger import read_entries, spent, verify
     from repoguard.commands._common import make_console, print_json, resolve_repo

@@ -9,6 +9,7 @@ HELP = "fetch a pretrained base model into the local cache (then use it with --m
 
 
 def register(parser) -> None:
+    """Add the `fetch` action (NAME, `--dtype`) to `model`'s subparser."""
     from repoguard.training.pretrained import DTYPES, REGISTRY
 
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
@@ -26,6 +27,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Fetch the model `args.name` into the model cache (training.pretrained.fetch; progress on stderr
+    unless `-q`) and print the checkpoint's path. Returns 0."""
     import sys
 
     from repoguard.training.pretrained import fetch

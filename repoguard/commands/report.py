@@ -8,11 +8,14 @@ HELP = "write a self-contained HTML report (and report.json) of findings, plan, 
 
 
 def register(parser) -> None:
+    """Add `report`'s arguments to its subparser: PATH, `--json`."""
     add_path_argument(parser)
     add_json_flag(parser)
 
 
 def run(args) -> int:
+    """Write OUT/report/report.html and report.json from the artefacts in OUT; warnings that a run gave
+    no privacy go to stderr first, even with `--json` or `-q`. Returns 0."""
     import logging
     import sys
 

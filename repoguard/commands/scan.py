@@ -8,6 +8,8 @@ NAME = "scan"
 HELP = "find hard-coded credentials (working tree, --staged, --history, files); exit 1 on new findings"
 
 def register(parser) -> None:
+    """Add `scan`'s arguments to its subparser: the targets, the mode (`--history`, `--staged`,
+    `--no-git`), output, rules, baseline, confidence and job options."""
     parser.add_argument("targets", nargs="*", metavar="PATH",
                         help="a directory to scan (default: .), or files to scan (as pre-commit passes them)")
     mode = parser.add_mutually_exclusive_group()
@@ -41,6 +43,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Check the targets and flags, open the repository (or the plain directory with `--no-git`) and
+    run the scan (credentials.job.run_scan). Returns 1 on new (non-baselined) findings, else 0;
+    raises InputError (exit 2) for a missing file, `--jobs` < 1, or flags that do not go together."""
     from repoguard.commands._common import resolve_repo
     from repoguard.core.errors import InputError
     from repoguard.credentials.job import run_scan

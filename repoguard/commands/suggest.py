@@ -9,6 +9,7 @@ HELP = "propose candidate secrets (ownership silos, codenames, credentials) as a
 
 
 def register(parser) -> None:
+    """Add `suggest`'s arguments to its subparser: PATH, `--json`, `--kinds`, `--all`."""
     add_path_argument(parser)
     add_json_flag(parser)
     parser.add_argument("--kinds", default="silo,codename,credential", metavar="KINDS",
@@ -19,6 +20,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Print the candidate secrets as a repoguard.toml snippet (tagging.suggest), with notes on those
+    already declared and those ranked lower and not shown (or `--json`). Returns 0; raises
+    InputError (exit 2) for an unknown kind."""
     from repoguard.commands._common import resolve_repo
     from repoguard.core.errors import InputError
     from repoguard.tagging.suggest import DEFAULT_LIMITS, suggest

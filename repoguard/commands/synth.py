@@ -7,6 +7,8 @@ HELP = "make a shareable synthetic corpus (SecPE) under the per-secret guarantee
 
 
 def register(parser) -> None:
+    """Add `synth`'s arguments to its subparser: PATH, the SecPE settings (N, T, L, K, c), the
+    generator and embedder, the undetected floor, `--insecure-reproducible`, `--json`."""
     from repoguard.commands._common import add_json_flag, add_path_argument
 
     add_path_argument(parser)
@@ -37,6 +39,10 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Make the synthetic corpus under OUT/run.lock (synthesis.synthesize), record it in the ledger and
+    print the per-secret bounds (or `--json`). Returns 0; raises InputError (exit 2) for bad
+    settings (SynthOptions.check), PolicyError (exit 1) when no σ meets a target or the floor, or
+    the ledger fails verification."""
     from repoguard.commands._common import print_json, resolve_repo
     from repoguard.pipeline.scheduled import run_lock
     from repoguard.synthesis.synthesize import SynthOptions, synthesize

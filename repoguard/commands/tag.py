@@ -9,6 +9,7 @@ HELP = "record the secrets of staged files in .repoguard/sensitive.toml (pre-com
 
 
 def register(parser) -> None:
+    """Add `tag`'s arguments to its subparser: FILE…, `--all`, `--repo PATH`, `--json`."""
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="staged files to examine (pre-commit passes them; default: all staged)")
     parser.add_argument("--all", action="store_true", dest="all_files",
@@ -18,6 +19,9 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Update .repoguard/sensitive.toml for the staged files (or FILE…, or `--all`) and list on stderr
+    what changed. Returns 1 when the manifest changed (pre-commit then stops the commit for a
+    review), else 0."""
     import sys
 
     from repoguard.commands._common import resolve_repo

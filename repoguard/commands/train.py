@@ -8,6 +8,8 @@ HELP = "fine-tune the code model with LoRA by weighted DP-SGD, as the plan says 
 
 
 def register(parser) -> None:
+    """Add `train`'s arguments to its subparser: PATH, `--json`, model and LoRA settings, steps, seed,
+    device, `--no-dp`, `--resume`, `--insecure-reproducible`, `--keep-checkpoint` and the phase flags."""
     add_path_argument(parser)
     add_json_flag(parser)
     a = parser.add_argument
@@ -60,6 +62,9 @@ def phase_overrides(args) -> dict:
 
 
 def run(args) -> int:
+    """Train as OUT/plan/ says (pipeline.train_stage.run_training) under OUT/run.lock (rank 0 only
+    under torchrun) and print the run's σ, B, C and adapter path (or `--json`). Returns 0; raises
+    InputError (exit 2) for a non-positive or out-of-range flag value."""
     import logging
 
     from repoguard.commands._common import resolve_repo

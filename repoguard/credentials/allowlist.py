@@ -15,6 +15,10 @@ from repoguard.credentials.rule_types import Allowlist, compile_re2
 
 @dataclass(frozen=True)
 class CompiledAllowlist:
+    """An `Allowlist` compiled for `is_allowed`: its regexes as one RE2 alternation over bytes, its
+    path regexes as one over str, its lower-cased stopwords as one Aho-Corasick automaton (each None
+    when the list is empty)."""
+
     allowlist: Allowlist
     regex: object | None       # RE2 alternation of the regexes (bytes)
     paths: object | None       # RE2 alternation of the path regexes (str)
@@ -28,6 +32,7 @@ def _alternation(patterns, *, as_bytes: bool):
 
 
 def compile_allowlist(al: Allowlist) -> CompiledAllowlist:
+    """Compile `al` once (module doc): a candidate then costs two linear passes however long its lists."""
     auto = None
     if al.stopwords:
         auto = ahocorasick.Automaton()

@@ -31,6 +31,9 @@ VERSION = 2
 
 @dataclass
 class BaselineResult:
+    """`apply_baseline`'s split: `new` findings (not in the baseline), `suppressed` ones (in it), and the
+    `stale` baseline entries no finding matched."""
+
     new: list[Finding]
     suppressed: list[Finding]
     stale: list[dict]

@@ -61,10 +61,14 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
+        """`rule_id:path:h` (module doc), with ` (file name)`/` (commit message)` after the path for a
+        finding in a name: no line, no commit, so it survives moves, rebases and squash merges."""
         where = f" ({self.found_in})" if self.found_in else ""   # a name's token is not its file's
         return f"{self.rule_id}:{self.path}{where}:{self.secret_hmac}"
 
     def to_json(self) -> dict:
+        """The finding as a JSON object for reports and baselines: every field but the byte offsets
+        `start`/`end`, plus `fingerprint`; `entropy` rounded to 3 decimals."""
         d = asdict(self)
         d.pop("start")
         d.pop("end")

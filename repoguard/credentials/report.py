@@ -20,6 +20,7 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def to_json(findings: list[Finding], stats: dict) -> str:
+    """The `scan --format json` document: {"findings", "stats", "summary"} (sorted keys, a final newline)."""
     doc = {"findings": [f.to_json() for f in findings], "stats": stats, "summary": summary(findings)}
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -94,6 +95,9 @@ def unreadable_objects(rows: list[dict]) -> dict[str, str]:
 
 
 def to_sarif(findings: list[Finding], stats: dict, ruleset: RuleSet) -> str:
+    """The SARIF 2.1.0 document of `findings` (module doc): one rule per rule id found, described from
+    `ruleset` or from the structural detector that reported it; one result per finding, located by
+    path, line and column, fingerprinted by its keyed fingerprint."""
     used = sorted({f.rule_id for f in findings})
     by_id = ruleset.by_id()
     from repoguard.credentials.structural import all_detectors

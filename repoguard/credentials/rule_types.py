@@ -84,11 +84,14 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleSet:
+    """The rules an engine runs, the global allowlists, and the files they were read from (`sources`)."""
+
     rules: tuple[Rule, ...]
     allowlists: tuple[Allowlist, ...] = ()
     sources: tuple[str, ...] = field(default_factory=tuple)
 
     def by_id(self) -> dict[str, Rule]:
+        """{rule id: rule}; a later rule of the same id wins."""
         return {r.id: r for r in self.rules}
 
 

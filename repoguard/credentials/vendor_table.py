@@ -60,10 +60,12 @@ class VendorRow(NamedTuple):
 
     @property
     def generic(self) -> bool:
+        """Whether the row is a vendor's generic row (no value shape of its own: `cls` is "")."""
         return not self.cls
 
     @property
     def rule_id(self) -> str:
+        """The rule id its findings carry: `<id>-keyword`."""
         return f"{self.id}-keyword"
 
 

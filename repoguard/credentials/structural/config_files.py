@@ -40,6 +40,8 @@ def _userpass_ok(raw: bytes | None) -> bool:
 
 
 def netrc(data: bytes, path: str) -> Iterator[Hit]:
+    """Passwords of `machine H … password P` entries in `data`, but template variables ($…, %…),
+    placeholders and reserved hosts (`is_reserved_host`: example.com, .test, …)."""
     for m in _NETRC.finditer(data):
         pw = m.group(2)
         if not (pw.startswith((b"$", b"%")) or is_placeholder(pw, min_len=3) or is_reserved_host(m.group(1))):
@@ -47,6 +49,8 @@ def netrc(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def npmrc(data: bytes, path: str) -> Iterator[Hit]:
+    """`_authToken`, `_auth` (base64 of user:password, a real password) and `_password` (base64 of
+    the password) values in `data`, but template variables and placeholders."""
     for m in _NPMRC.finditer(data):
         key, val = m.group(1), m.group(2)
         if val.startswith((b"$", b"%")) or is_placeholder(val):
@@ -61,6 +65,9 @@ def npmrc(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def pypirc(data: bytes, path: str) -> Iterator[Hit]:
+    """`password =` values of a .pypirc/pip.conf/pip.ini (by `path`'s name or by a `[distutils]`,
+    `index-servers`, `[pypi]` or `[testpypi]` line in the first 64 KiB), but template variables and
+    placeholders."""
     name = path.rsplit("/", 1)[-1].lower()
     low = data[:65536].lower()
     if not (name in (".pypirc", "pip.conf", "pip.ini", ".pypirc.template")
@@ -73,6 +80,8 @@ def pypirc(data: bytes, path: str) -> Iterator[Hit]:
 
 
 def docker_config(data: bytes, path: str) -> Iterator[Hit]:
+    """The `auth` (base64 of user:password, a real password), `identitytoken` and `registrytoken`
+    (≥ 16 characters, not a placeholder) values of a Docker config.json in `data`."""
     if b"\"auths\"" not in data and b"identitytoken" not in data.lower():
         return
     for m in _DOCKER.finditer(data):

@@ -31,6 +31,8 @@ def _ok(pw: bytes) -> bool:
 
 
 def find(data: bytes, path: str) -> Iterator[Hit]:
+    """The passwords of JDBC URLs, Oracle thin URLs, ODBC/ADO.NET connection strings and libpq
+    conninfo strings in `data` (module doc), each span once, but template variables and placeholders."""
     seen = set()
     for rx in (_JDBC, _ORACLE, _ODBC, _LIBPQ):
         for m in rx.finditer(data):

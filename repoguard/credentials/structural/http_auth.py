@@ -39,6 +39,8 @@ def basic_password(value: bytes) -> bool:
 
 
 def find(data: bytes, path: str) -> Iterator[Hit]:
+    """Basic and Bearer/Token values of Authorization headers in `data`, checked as the module doc
+    says, and the password of `curl -u user:password` (not a variable, placeholder or the user name)."""
     for m in _HEADER.finditer(data):
         kind, val = m.group(1).lower(), m.group(2)
         a, b = m.span(2)

@@ -47,6 +47,9 @@ def _values(data: bytes, lo: int, hi: int) -> Iterator[tuple[bytes, int, int, bo
 
 
 def find(data: bytes, path: str) -> Iterator[Hit]:
+    """The values under `data:` (valid base64 whose decoding has at most 1 control byte in 20) and
+    `stringData:` of each `kind: Secret` document in `data`, but public entries (certificates, user
+    names, hosts…), template variables and placeholders."""
     starts = [0] + [m.end() for m in re2.finditer(rb"(?m)^---[ \t]*\r?$", data)] + [len(data)]
     for lo, hi in zip(starts, starts[1:]):
         if not _KIND.search(data[lo:hi]):

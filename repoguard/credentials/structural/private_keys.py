@@ -45,6 +45,8 @@ def _pem_blocks(data: bytes) -> Iterator[tuple[int, int]]:
 
 
 def find_pem(data: bytes, path: str) -> Iterator[Hit]:
+    """Each armored private-key block in `data` with a real body (≥ 64 base64 characters, no
+    elision), and each PuTTY key file up to its `Private-MAC:` line; the whole block is the hit."""
     for s, e in _pem_blocks(data):
         yield Hit(s, e, data[s:e])
     for m in _PUTTY.finditer(data):
@@ -80,6 +82,8 @@ def _decode(blob: bytes) -> bytes | None:
 
 
 def find_encoded(data: bytes, path: str) -> Iterator[Hit]:
+    """Each base64 run in `data` (≥ 128 characters) that decodes to an armored private-key block, or
+    to a bare DER RSA key (a SEQUENCE of ≥ 300 bytes); the whole run is the hit, each run once."""
     done = -1
     for marker in _B64_PEM + _DER:
         pos = data.find(marker)
