@@ -95,6 +95,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write `text` as UTF-8 to `path` atomically (`atomic_write_bytes`: a temporary file renamed into
+    place). Raises the full-disk error (exit 74) when the disk is full; other OSErrors propagate."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 

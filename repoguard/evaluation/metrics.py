@@ -48,6 +48,7 @@ class EvalSet:
 
     @property
     def rows(self) -> list[int]:
+        """The plan rows that have token ids (`seqs`), sorted."""
         return sorted(self.seqs)
 
     def slice_rows(self) -> dict[str, list[int]]:
@@ -201,6 +202,7 @@ class Evaluator:
                         micro_batch_size=self.micro_batch_size)
 
     def info(self) -> dict:
+        """The set's slice sizes (`EvalSet.describe`) for eval.json."""
         return self.es.describe()
 
 

@@ -37,6 +37,8 @@ _MORE_CODE = (".rb", ".php", ".kt", ".kts", ".scala", ".swift", ".cs", ".fs", ".
 
 
 def code_extensions() -> frozenset[str]:
+    """Extensions (with the dot, lower-case) counted as code: the import analyzer's
+    (imports_lang.EXTENSIONS) and other programming languages'."""
     from repoguard.analyzers.imports_lang import EXTENSIONS
 
     return frozenset(EXTENSIONS) | frozenset(_MORE_CODE)

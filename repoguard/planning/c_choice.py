@@ -22,6 +22,7 @@ class Deferred:
 
     @property
     def sigma(self) -> float:
+        """σ_secrets at this c, running the calibration on first use and keeping it."""
         if self._cal is None:
             self._cal = self._compute()
         return self._cal.sigma

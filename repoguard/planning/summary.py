@@ -48,5 +48,6 @@ class CalibrationProgress:
         self.p.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
+        """Stop the progress display if it was started."""
         if self.task is not None:
             self.p.stop()

@@ -92,6 +92,9 @@ class FloorAccount:
         return mix, a, t
 
     def calibrate_args(self) -> dict:
+        """The floor account's earlier spending as `accounting.calibrate.calibrate` keywords:
+        `spent_kl` (1,) and `spent_renyi` (1, n_alpha) in nats, `spent_pairs` [the earlier runs as a
+        tuple of (Mixture, a, steps), or None when unknown]."""
         return {"spent_kl": self.skl, "spent_renyi": self.sre, "spent_pairs": [self.history]}
 
     def sigma(self, rho_u: float, method: str | None = None, *, strict: bool = True) -> float:

@@ -57,6 +57,8 @@ class LPResult:
     extra: dict = field(default_factory=dict)
 
     def stats(self) -> dict:
+        """The solve's figures without the weights: solver, iterations, gap, objective, seconds,
+        LP size (variables, constraints, nonzeros), status."""
         return {k: getattr(self, k) for k in ("solver", "iterations", "gap", "objective", "seconds",
                                              "n_vars", "n_constraints", "nonzeros", "status")}
 

@@ -123,9 +123,11 @@ class Corpus:
 
     @property
     def files(self) -> list[str]:
+        """The paths that have examples, in `file_examples` order."""
         return list(self.file_examples)
 
     def example_ids(self) -> list[str]:
+        """The example ids in row order."""
         return [e.id for e in self.examples]
 
     def text(self, example: Example) -> str:
@@ -140,6 +142,8 @@ class Corpus:
         return _read_verified(str(self.root), example.path, example.blob_sha)
 
     def stats(self) -> dict:
+        """Counts: files, examples, duplicates (examples deduplicated away), bytes of the examples, and
+        excluded files per reason."""
         reasons = Counter(e.reason for e in self.excluded)
         return {"files": len(self.file_examples), "examples": len(self.examples),
                 "duplicates": self.duplicates, "bytes": sum(e.n_bytes for e in self.examples),
@@ -573,4 +577,5 @@ def corpus_digest(corpus: Corpus) -> str:
 
 
 def to_json(corpus: Corpus) -> str:
+    """`corpus.stats()` as JSON with sorted keys."""
     return json.dumps(corpus.stats(), sort_keys=True)

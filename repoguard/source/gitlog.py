@@ -46,10 +46,12 @@ class Commit:
 
     @property
     def is_merge(self) -> bool:
+        """Whether the commit has more than one parent."""
         return len(self.parents) > 1
 
     @property
     def paths(self) -> tuple[str, ...]:
+        """The new-side paths of the commit's changes, in `changes` order."""
         return tuple(c.path for c in self.changes)
 
 
@@ -78,6 +80,7 @@ class Patch:
 
     @property
     def added(self) -> list[AddedLine]:
+        """Every added line as an `AddedLine`, built on demand (path by path, in patch order)."""
         return [AddedLine(path=path, line=n, text=_decode(t))
                 for path, (nums, texts) in self.by_path.items() for n, t in zip(nums, texts)]
 

@@ -42,6 +42,7 @@ class TrackedFile:
 
     @property
     def is_symlink(self) -> bool:
+        """Whether the index records a symlink (mode 120000)."""
         return self.mode == SYMLINK_MODE
 
 
@@ -388,6 +389,8 @@ class PlainDir:
         self.root = p.resolve()
 
     def tracked_files(self) -> list[TrackedFile]:
+        """Every file below `root`, walked in sorted order without following links: `.git` and
+        `.repoguard` folders left out, symlinks listed with mode 120000, no blob SHA ("")."""
         files = []
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".repoguard"))

@@ -43,6 +43,7 @@ class Split:
 
     @property
     def n_test(self) -> int:
+        """How many examples are held out."""
         return int(self.test.sum())
 
     def record(self) -> dict:

@@ -86,6 +86,7 @@ class Anchors:
 
     @property
     def k(self) -> int:
+        """K, the number of anchors."""
         return len(self.centres)
 
 

@@ -12,7 +12,11 @@ import numpy as np
 
 
 class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    """An embedding backend: one vector per text."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d) array: one embedding per text, in order."""
+        ...
 
 
 class MeanPooled:
@@ -23,6 +27,8 @@ class MeanPooled:
         self.model, self.tok, self.max_length, self.batch = model.eval(), tokenizer, int(max_length), int(batch)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float64 (len(texts), hidden): the mean of the last hidden layer over each text's non-padding
+        tokens (an empty text embedded as " "); (0, hidden) for no text."""
         import torch
 
         chunks = []

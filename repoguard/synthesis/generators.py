@@ -27,11 +27,17 @@ class Generator(Protocol):
     """`sample(n, seed)` → n texts; `vary(texts, per_text, seed)` → for each text, `per_text`
     variations of it. `describe()` → a JSON-able description without secrets or state."""
 
-    def sample(self, n: int, *, seed: int) -> list[str]: ...
+    def sample(self, n: int, *, seed: int) -> list[str]:
+        """`n` random samples; `seed` drives the sampling only (public)."""
+        ...
 
-    def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]: ...
+    def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]:
+        """For each of `texts`, `per_text` variations of it (a list per text, in order)."""
+        ...
 
-    def describe(self) -> dict: ...
+    def describe(self) -> dict:
+        """A JSON-able description of the backend and its settings, without secrets or state."""
+        ...
 
 
 class LocalLM:
@@ -47,6 +53,7 @@ class LocalLM:
         self.prefix_fraction, self.batch, self.name = float(prefix_fraction), int(batch), name
 
     def describe(self) -> dict:
+        """{"backend": "local", model name, max_new_tokens, temperature, top_k, prefix_fraction}."""
         return {"backend": "local", "model": self.name, "max_new_tokens": self.max_new_tokens,
                 "temperature": self.temperature, "top_k": self.top_k, "prefix_fraction": self.prefix_fraction}
 
@@ -78,9 +85,12 @@ class LocalLM:
         return out
 
     def sample(self, n: int, *, seed: int) -> list[str]:
+        """`n` texts sampled from the BOS (else EOS) token under a torch seed forked from `seed`."""
         return self._generate([[self._start()]] * int(n), seed=seed)
 
     def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]:
+        """`per_text` continuations of each text's first `prefix_fraction` of tokens (at least one),
+        the kept prefix included in each variation."""
         prompts = []
         for t in texts:
             ids = self.tok(t, add_special_tokens=False)["input_ids"]
@@ -104,6 +114,7 @@ class HTTPGenerator:
         self.prefix_fraction, self.prompt, self.timeout_s = float(prefix_fraction), prompt, float(timeout_s)
 
     def describe(self) -> dict:
+        """{"backend": "http", url, model, max_tokens, temperature, prefix_fraction}."""
         return {"backend": "http", "url": self.url, "model": self.model, "max_tokens": self.max_tokens,
                 "temperature": self.temperature, "prefix_fraction": self.prefix_fraction}
 
@@ -124,8 +135,12 @@ class HTTPGenerator:
         return [prompt + choices[i]["text"] for i in order]
 
     def sample(self, n: int, *, seed: int) -> list[str]:
+        """`n` completions of `prompt` (prompt included); raises InputError when the request fails or the
+        answer does not hold `n` texts."""
         return self._complete(self.prompt, int(n), seed) if n else []
 
     def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]:
+        """`per_text` completions of each text's first `prefix_fraction` of characters (at least one),
+        with seed `seed + i` for the i-th text; errors as `sample`."""
         return [self._complete(t[: max(1, int(len(t) * self.prefix_fraction))], int(per_text), seed + i)
                 for i, t in enumerate(texts)]

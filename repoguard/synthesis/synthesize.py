@@ -1,4 +1,4 @@
-"""The stage behind `repoguard synth`: OUT/analyze (incidence) + corpus → OUT/synth/.
+"""The stage behind `repoguard synth`: OUT/incidence/ + corpus → OUT/synth/.
 
 Order of work, each step seeing only what it may:
 1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending; with the
@@ -68,6 +68,8 @@ class SynthOptions:
     undetected: str | None = None      # `--undetected` (None: [defaults] undetected); "off": the paper's mode
 
     def check(self) -> None:
+        """Raises InputError naming the flag when N, T, K, `max_length` or `max_new_tokens` is < 1, L < 0
+        or the temperature is not > 0."""
         for name in ("n", "rounds", "clusters", "max_length", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')}: must be ≥ 1, not {getattr(self, name)}")

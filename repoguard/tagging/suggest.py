@@ -69,6 +69,9 @@ def _covered(config, files: list[str]) -> list[str]:
 # -- ownership silos --------------------------------------------------------------------------------
 def silos(repo, config, files: list[str], *, min_closure: float = 0.8, min_revisions: int = 5,
           max_authors: int = 5) -> list[Candidate]:
+    """Ownership-silo candidates (module doc): per CODEOWNERS line that decides some of `files` and is
+    not a catch-all, the line's files when their history passes `min_closure`, `min_revisions` and
+    `max_authors`; sorted by closure (highest first), then fragmentation. [] without a CODEOWNERS."""
     co = codeowners.load(repo)
     if co is None:
         return []
@@ -332,6 +335,9 @@ def codename_candidates(repo, config, files: list[str], *, min_mentions: int = 5
 
 # -- credentials ----------------------------------------------------------------------------------
 def credential_candidates(repo, config, files: list[str]) -> list[Candidate]:
+    """One candidate per distinct credential the scan finds in `files` (names too, paths
+    redacted): p = 2^−bits (module doc; at least 1e-300), r = `[defaults] r` when p < r, else
+    min(0.999, 10·p)."""
     from repoguard.analyzers import credentials
 
     by_secret: dict[str, list] = defaultdict(list)

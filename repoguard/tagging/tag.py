@@ -61,6 +61,7 @@ class TagResult:
     updated: Entries = field(default_factory=dict)
 
     def to_json(self) -> dict:
+        """The result as a JSON object for `tag --json` (`seconds` rounded to ms)."""
         return {"changed": self.changed, "manifest": str(self.manifest), "examined": self.examined,
                 "tagged": self.tagged, "updated": self.updated, "removed": self.removed, "seconds": round(self.seconds, 3)}
 
@@ -97,6 +98,7 @@ def render_manifest(entries: Entries) -> str:
 
 
 def entries_from_evidence(evidence: Iterable[Evidence]) -> Entries:
+    """Manifest entries from evidence rows: {path: {secret id: sorted analyzer names}}."""
     acc: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     for e in evidence:
         acc[e.path][e.secret_id].add(e.analyzer)
