@@ -142,8 +142,8 @@ class Corpus:
         return _read_verified(str(self.root), example.path, example.blob_sha)
 
     def stats(self) -> dict:
-        """Counts: files, examples, duplicates (examples deduplicated away), bytes of the examples, and
-        excluded files per reason."""
+        """Counts: files, examples, duplicates (chunks whose text an earlier example holds, stored
+        once), bytes of the examples, and excluded files per reason."""
         reasons = Counter(e.reason for e in self.excluded)
         return {"files": len(self.file_examples), "examples": len(self.examples),
                 "duplicates": self.duplicates, "bytes": sum(e.n_bytes for e in self.examples),

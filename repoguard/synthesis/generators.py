@@ -85,7 +85,8 @@ class LocalLM:
         return out
 
     def sample(self, n: int, *, seed: int) -> list[str]:
-        """`n` texts sampled from the BOS (else EOS) token under a torch seed forked from `seed`."""
+        """`n` texts sampled from the BOS (else EOS) token, torch's generator seeded with `seed`
+        inside a fork (the caller's random state is left as it was)."""
         return self._generate([[self._start()]] * int(n), seed=seed)
 
     def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]:
