@@ -160,13 +160,6 @@ def _log_phi(z):
     return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
 
 
-def _log_trapz(logf: np.ndarray, h: float) -> float:
-    """log ∫ e^{logf} by the trapezoid rule on a uniform grid."""
-    lw = np.full(logf.size, math.log(h))
-    lw[0] = lw[-1] = math.log(h / 2)
-    return float(logsumexp(logf + lw))
-
-
 def _step(a: float) -> float:
     # the integrand changes dominant component every a in z and every peak is ≥ φ wide
     return 0.25 / max(1.0, a)

@@ -118,15 +118,6 @@ class LedgerGuard:
         self.head = entry["hash"]
 
 
-def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
-    """{secret: (KL nats, {α: Rényi nats})} summed over the last entry of every run except
-    `own_run` (from the ledger's carried-forward summary); an α missing from any counted entry is
-    dropped (it counts as +inf)."""
-    from repoguard.accounting.ledger import spending
-
-    return spending(path, skip_run=own_run)[0]
-
-
 def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
              prior_pairs: dict[str, list[dict] | None] | None = None) -> list[tuple[str, float, float]]:
     """Secrets whose bound after `prior` spending plus this plan exceeds r: [(id, bound, r)].
