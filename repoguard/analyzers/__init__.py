@@ -1,5 +1,5 @@
 """The analysis. Takes the examples (`source`), the findings (`credentials`) and the secrets of
-`repoguard.toml`; writes `OUT/analyze/` (the incidence E: examples × secrets, with evidence);
+`repoguard.toml`; writes `OUT/incidence/` (the incidence E: examples × secrets, with evidence);
 hands it to `planning` (and to `tagging`, `explain`).
 
 Evidence sources: each analyzer ties files to secrets and says why.

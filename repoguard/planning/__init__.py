@@ -1,4 +1,4 @@
-"""The plan. Takes `OUT/analyze/` (the incidence: examples × secrets, with each secret's (p, r))
+"""The plan. Takes `OUT/incidence/` (the incidence: examples × secrets, with each secret's (p, r))
 and the ledger's spending (`accounting`); writes `OUT/plan/` (weights w, ρ, σ, B, T, C, c and
 every secret's certified bound, the undetected floor's); hands the plan to `training`.
 

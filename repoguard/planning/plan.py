@@ -7,7 +7,7 @@ On disk (`OUT/plan/`, format version 1):
                 hand-edited σ or ρ is refused, issue 32 I); extra["inputs"]: the digests of the
                 corpus and incidence it was built from (and of the config, `provenance.py`)
     plan.npz    example_ids (str), w (float64), rho (float64), test (bool: held-out examples,
-                `evaluation/split.py`; absent in older plans = none), aligned with the incidence rows
+                `source/split.py`; absent in older plans = none), aligned with the incidence rows
 """
 from __future__ import annotations
 

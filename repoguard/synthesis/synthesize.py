@@ -1,4 +1,4 @@
-"""The stage behind `repoguard synth`: OUT/analyze (incidence) + corpus → OUT/synth/.
+"""The stage behind `repoguard synth`: OUT/incidence/ + corpus → OUT/synth/.
 
 Order of work, each step seeing only what it may:
 1. SecretNoise (`noise.py`): weights, ρ and σ per round against the ledger's spending; with the
