@@ -92,7 +92,7 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     `clear_example_ids` (when non-empty) are the ids of the examples a public phase of this run
     trained on without noise [Shi et al. 2022 §3]: stored in a content-addressed side file
     (`clear_ids.py`) whose digest the entry carries, so a later analysis that ties one of them to
-    a secret reports that secret as exposed (`exposures.py`). Raises InputError for bad arguments
+    a secret reports that secret as exposed (`clear_exposures.py`). Raises InputError for bad arguments
     (including a clear id that is not a training example of `plan`, or a held-out one) and
     `phases` (when given): a two-phase run's phase-1 record and undetected-secret floor
     (`training.phases`), stored as given. A plan with an undetected-secret floor

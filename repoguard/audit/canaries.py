@@ -98,7 +98,7 @@ def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: in
     pair `(doc, runs.AuditRuns)` so the same models can be measured further). Raises InputError for a
     missing plan/corpus/incidence, an unknown secret, too few sampled examples, N < 10^2."""
     from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
-    from repoguard.audit.exposure import estimate_exposure, exposure_at_level, exposure_tail_bound
+    from repoguard.audit.canary_exposure import estimate_exposure, exposure_at_level, exposure_tail_bound
     from repoguard.audit.runs import public_texts, train_pair
     from repoguard.audit.scoring import log_perplexity
     from repoguard.source.corpus import load_corpus

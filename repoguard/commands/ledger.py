@@ -1,5 +1,5 @@
 """`repoguard ledger show|verify`: the hash-chained record of what each secret has spent, and the
-secrets exposed by runs that trained in the clear (`accounting/exposures.py`)."""
+secrets exposed by runs that trained in the clear (`accounting/clear_exposures.py`)."""
 from __future__ import annotations
 
 NAME = "ledger"
@@ -29,7 +29,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from repoguard.accounting.exposures import ledger_exposures
+    from repoguard.accounting.clear_exposures import ledger_exposures
     from repoguard.accounting.ledger import read_entries, spent, verify
     from repoguard.commands._common import make_console, print_json, resolve_repo
 

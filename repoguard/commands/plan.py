@@ -81,7 +81,7 @@ def _run(args, config, out) -> int:
         raise PolicyError(f"{out / 'ledger.jsonl'}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it (`repoguard ledger verify` lists every problem)")
     ledger, pairs = spending(out / "ledger.jsonl")
-    from repoguard.accounting.exposures import mark_plan, plan_exposures
+    from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
 
     exposures, clear_runs = plan_exposures(out / "ledger.jsonl", inc, config.ledger.acknowledged_exposures,
                                            config_path=config.path)
@@ -157,7 +157,7 @@ def _print(plan, summary) -> None:
     for line in secret_lines(summary.get("least_retained")):
         con.print(line, markup=False, style="bold red" if "not trained on" in line else None)
     _print_directories(con, summary.get("retention"))
-    from repoguard.accounting.exposures import print_lines
+    from repoguard.accounting.clear_exposures import print_lines
 
     for line in print_lines(summary.get("exposures") or []):
         con.print(line, markup=False)

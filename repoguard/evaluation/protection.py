@@ -196,7 +196,8 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
 
     Raises InputError for an unknown arm or too few training examples for B, PolicyError when
     the ledger's spending leaves no σ ≤ 1e6 meeting the targets or the floor."""
-    from repoguard.planning.plan import Plan, build_plan
+    from repoguard.planning.baselines import clear_plan
+    from repoguard.planning.plan import build_plan
     from repoguard.planning.undetected import as_undetected, untied_rho
 
     und = as_undetected(floor) if floor is not None else base_floor(base_plan)
@@ -232,19 +233,18 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
         return ArmPlan(name, plan, True, True, fl, p1)
     if name in ("uniform", "drop-dp", "no-dp", "drop"):
         keep = train & ~tied if name in ("drop", "drop-dp") else train
+        if name in ("no-dp", "drop"):
+            plan = clear_plan(base_plan, keep, name=name)
+            rho_u = untied_rho(incidence.matrix, plan.rho, test)
+            fl = floor_entry(und, rho_u=rho_u, sigma=0.0, sigma_floor=None, bound=1.0 if rho_u > 0 else und.p,
+                             source="clear")
+            return ArmPlan(name, plan, False, False, fl)
         n = int(keep.sum())
         if n < base_plan.batch_size:
             raise InputError(f"compare: arm {name} has {n} training examples, fewer than B = {base_plan.batch_size:g}")
         w = keep.astype(float)
         rho = base_plan.batch_size * w / n
         rho_u = untied_rho(incidence.matrix, rho, test)
-        if name in ("no-dp", "drop"):
-            plan = Plan(sigma=1.0, c=base_plan.c, cap="none", accountant=base_plan.accountant,
-                        adjacency=base_plan.adjacency, example_ids=list(base_plan.example_ids), w=w, rho=rho,
-                        test=test, extra={}, **common)
-            fl = floor_entry(und, rho_u=rho_u, sigma=0.0, sigma_floor=None, bound=1.0 if rho_u > 0 else und.p,
-                             source="clear")
-            return ArmPlan(name, plan, False, False, fl)
         # drop-dp is σ_floor by definition: with the floor off it still uses the floor's (k, p, r)
         enforce = und.enabled or name == "drop-dp"
         plan, fl = _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, common)

@@ -234,7 +234,7 @@ class plan:
         check_published(ctx.out, ctx.ledger)         # a deleted ledger never resets the budget
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
         before, pairs = spending(ctx.ledger)
-        from repoguard.accounting.exposures import mark_plan, plan_exposures
+        from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
 
         exposures, clear_runs = plan_exposures(ctx.ledger, inc, ctx.config.ledger.acknowledged_exposures,
                                                config_path=ctx.config_path)

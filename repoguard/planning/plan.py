@@ -37,7 +37,7 @@ class SecretPlan:
     `renyi_spent` ({α: nats}) are this run's divergences, T steps composed; `pair` this run's
     dominating pair for the ledger (`pld.pair_record`; None when no example of the secret can be
     sampled); `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i. A secret exposed by an earlier
-    run's public phase (`accounting/exposures.py`) has `achieved_bound` 1 and `binding`
+    run's public phase (`accounting/clear_exposures.py`) has `achieved_bound` 1 and `binding`
     "exposed"; `dp_bound` is then the bound the divergences alone would give (None otherwise)."""
 
     id: str
@@ -415,26 +415,6 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                 c=float(chosen), cap=cap, accountant=accountant, adjacency=adjacency,
                 example_ids=list(incidence.example_ids), w=lp.w, rho=rho, secrets=plans, extra=extra,
                 test=test, value=None if value is None else np.asarray(value, dtype=float))
-
-
-def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
-                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
-    """The bound this run gives a secret nobody declared or detected, living in k examples tied to
-    nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
-    examples are sampled with the untied examples' ρ (the largest, when they differ), under the
-    same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at prior p.
-
-    Returns {"p", "r", "rho", "bounds": {k: bound}, "meets_r": {k: bool}}; bounds are for this run
-    alone (an undetected secret has no ledger account)."""
-    from repoguard.accounting.bounds import reconstruction_bound
-
-    untied = np.asarray(matrix.getnnz(axis=1) == 0)
-    if test is not None:
-        untied &= ~test
-    rho_u = float(rho[untied].max()) if untied.any() else 0.0
-    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
-                       if rho_u > 0 else p) for k in ks}
-    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
 
 
 def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist,

@@ -44,6 +44,25 @@ def untied_rho(matrix, rho: np.ndarray, test=None) -> float:
     return float(rho[untied].max()) if untied.any() else 0.0
 
 
+def run_floor_bounds(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
+                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
+    """The bound this run *alone* gives a secret nobody declared or detected, living in k examples
+    tied to nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
+    examples are sampled with the untied examples' ρ_u (`untied_rho`: the largest, when they
+    differ), under the same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at
+    prior p. Unlike the floor target (`FloorAccount`), no ledger spending is counted.
+
+    `matrix` (n_examples × n_secrets), `rho` (n_examples,), `test` bool (n_examples,) or None,
+    `ks` the k to report. Returns {"p", "r", "rho", "bounds": {str(k): bound},
+    "meets_r": {str(k): bool}}."""
+    from repoguard.accounting.bounds import reconstruction_bound
+
+    rho_u = untied_rho(matrix, rho, test)
+    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
+                       if rho_u > 0 else p) for k in ks}
+    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
+
+
 def run_pair(k: int, rho: float, sigma: float, steps: int, adjacency: str, alphas) -> tuple:
     """(Mixture, a, steps, kl, renyi (n_alpha,)) of k examples at ρ each, T steps at σ: the pair a
     later run composes with [Hush §4], and its divergences (larger direction, T steps)."""

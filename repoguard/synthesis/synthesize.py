@@ -13,7 +13,7 @@ Order of work, each step seeing only what it may:
    `insecure_reproducible` derives it from `seed`, tests only);
 5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the floor's
    account when it is on, and — floor off only — the public ids used in the clear recorded as
-   the run's clear examples, `exposures.py`), appended *before* anything is published;
+   the run's clear examples, `clear_exposures.py`), appended *before* anything is published;
 6. the rounds (`rounds.run_rounds`) from the releases (and the generator's own samples) alone,
    every synthetic text redacted again (the generator could produce a credential-shaped string
    of its own), then OUT/synth/ atomically.

@@ -11,7 +11,7 @@ plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks t
    secret [Hush Lemma 3.2, KL and Rényi divergences adding across runs];
 3. no secret is exposed by an earlier run's public (clear) phase without the user's
    acknowledgement, and every such run in the ledger was covered by the plan's exposure check
-   (`repoguard.accounting.exposures.guard_problem`).
+   (`repoguard.accounting.clear_exposures.guard_problem`).
 
 Any failure is a PolicyError naming the secrets. The check is repeated where it matters, at each
 append: `record` passes the head `check` accepted to the ledger, which compare-and-swaps it under
@@ -91,7 +91,7 @@ class LedgerGuard:
                               "recorded after this plan was made; its σ no longer keeps every secret's "
                               "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
                               "interrupted run of this plan)")
-        from repoguard.accounting.exposures import guard_problem
+        from repoguard.accounting.clear_exposures import guard_problem
 
         problem = guard_problem(plan, self.path, own_run=own_run)
         if problem:

@@ -162,8 +162,8 @@ def reserved_sigma1(floor: dict, rho1: float, steps1: int) -> float:
     return float(res["sigma"])
 
 
-def undetected_floor(*, k_values, rho1: float, sigma1: float, steps1: int, rho2: float, sigma2: float,
-                     steps2: int, p: float, r: float, accountant: str, adjacency: str) -> dict:
+def two_phase_floor_bounds(*, k_values, rho1: float, sigma1: float, steps1: int, rho2: float, sigma2: float,
+                           steps2: int, p: float, r: float, accountant: str, adjacency: str) -> dict:
     """The bound a secret nobody declared or detected, living in k public examples, gets from
     phase 1 alone, phase 2 alone, and both composed (`compose.composed_bound`; σ₁ = 0 is a
     clear phase: bound 1). Returns {"p", "r", "rho_phase1", "rho_phase2", "phase1", "phase2",
@@ -223,7 +223,7 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
         phase1["pair"] = pair_record(mixture(np.full(opts.k, rho1)), _a(sigma1, plan.adjacency), steps1)
     if private:
         rho2 = float(plan.rho[public].max()) if n_pub else 0.0
-        record["undetected_floor"] = undetected_floor(
+        record["undetected_floor"] = two_phase_floor_bounds(
             k_values=sorted({1, int(opts.k)}), rho1=rho1, sigma1=sigma1, steps1=steps1, rho2=rho2,
             sigma2=plan.sigma, steps2=plan.steps, p=opts.p, r=opts.r, accountant=plan.accountant,
             adjacency=plan.adjacency)
