@@ -102,7 +102,7 @@ def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: s
     δ_T(ε) from the composed privacy-loss distribution, `pld.py`) or "best" (minimum of all).
     Each bound takes the larger of the two directions P‖Q, Q‖P. Raises ValueError on bad
     arguments."""
-    from repoguard.accounting.divergences import DEFAULT_ALPHAS, _a, mixture, step_divergences
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS, mixture, pair_shift, step_divergences
     from repoguard.accounting.pld import pld_bound
 
     if method not in METHODS:
@@ -112,7 +112,7 @@ def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: s
     if steps < 1:
         raise ValueError("steps must be ≥ 1")
     al = np.asarray(DEFAULT_ALPHAS if alphas is None else alphas, float)
-    a = _a(sigma, adjacency)
+    a = pair_shift(sigma, adjacency)
     mix = mixture(rhos)
     out = 1.0
     if method in ("best", "kl", "renyi"):

@@ -23,11 +23,12 @@ import numpy as np
 
 from repoguard.accounting.bounds import kl_bound, renyi_bound
 from repoguard.accounting.batch import batch_mixtures, batch_step_divergences
-from repoguard.accounting.divergences import ADJACENCIES, DEFAULT_ALPHAS, Mixture, step_divergences
+from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture, step_divergences
+from repoguard.accounting.kinds import Accountant, Adjacency
 from repoguard.accounting.pld import pld_bound
 from repoguard.accounting.pld_table import PoissonTable, dominating_lambda, grid_index
 
-METHODS = ("best", "kl", "renyi")
+METHODS = tuple(a.value for a in Accountant)
 PLD_H = (1e-2, 2e-3)     # loss-grid steps of the Neyman–Pearson bound: a cheap screen, then fine
 ENVELOPE = 64            # groups per shared Neyman–Pearson certificate
 PLD_BUDGET = 2000        # Neyman–Pearson evaluations per calibration; then divergences only
@@ -97,15 +98,12 @@ class _Group:
 class _Calibrator:
     def __init__(self, groups, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
                  spent_pairs=None, pld_budget=PLD_BUDGET):
-        if method not in METHODS:
-            raise ValueError(f"unknown accountant {method!r} (known: {', '.join(METHODS)})")
-        if adjacency not in ADJACENCIES:
-            raise ValueError(f"unknown adjacency {adjacency!r}")
+        Accountant.parse(method, "accountant")
         self.groups = groups
         self.p, self.r = priors, targets
         self.steps = steps
         self.method = method
-        self.s = ADJACENCIES[adjacency]
+        self.s = Adjacency.parse(adjacency).sensitivity
         self.al = np.asarray(alphas, float)
         self.skl = spent_kl
         self.sre = spent_renyi

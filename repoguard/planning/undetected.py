@@ -66,10 +66,10 @@ def run_floor_bounds(matrix, rho: np.ndarray, sigma: float, steps: int, p: float
 def run_pair(k: int, rho: float, sigma: float, steps: int, adjacency: str, alphas) -> tuple:
     """(Mixture, a, steps, kl, renyi (n_alpha,)) of k examples at ρ each, T steps at σ: the pair a
     later run composes with [Hush §4], and its divergences (larger direction, T steps)."""
-    from repoguard.accounting.divergences import _a, mixture, step_divergences
+    from repoguard.accounting.divergences import mixture, pair_shift, step_divergences
 
     mix = mixture(np.full(int(k), float(rho)))
-    a = _a(float(sigma), adjacency)
+    a = pair_shift(float(sigma), adjacency)
     al = np.asarray(alphas, float)
     sd = step_divergences(mix, a, al)
     ren = np.array([steps * max(sd.renyi[float(x)]) for x in al])

@@ -168,9 +168,10 @@ def two_phase_floor_bounds(*, k_values, rho1: float, sigma1: float, steps1: int,
     phase 1 alone, phase 2 alone, and both composed (`compose.composed_bound`; σ₁ = 0 is a
     clear phase: bound 1). Returns {"p", "r", "rho_phase1", "rho_phase2", "phase1", "phase2",
     "both", "meets_r"} with the per-phase entries keyed by str(k)."""
+    from repoguard.accounting.calibrate import METHODS
     from repoguard.accounting.compose import composed_bound
 
-    method = accountant if accountant in ("best", "kl", "renyi") else "best"
+    method = accountant if accountant in METHODS else "best"
     out = {"p": p, "r": r, "rho_phase1": rho1, "rho_phase2": rho2, "phase1": {}, "phase2": {}, "both": {},
            "meets_r": {}}
     for k in k_values:
@@ -216,11 +217,11 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
               "examples": "tied to no secret, not held out, credentials redacted; uniform Poisson sampling"}
     record = {"phases": 2, "phase1": phase1}
     if noised:
-        from repoguard.accounting.divergences import _a, mixture
+        from repoguard.accounting.divergences import mixture, pair_shift
         from repoguard.accounting.pld import pair_record
 
         phase1["target"] = {"k": int(opts.k), "p": opts.p, "r": opts.r}
-        phase1["pair"] = pair_record(mixture(np.full(opts.k, rho1)), _a(sigma1, plan.adjacency), steps1)
+        phase1["pair"] = pair_record(mixture(np.full(opts.k, rho1)), pair_shift(sigma1, plan.adjacency), steps1)
     if private:
         rho2 = float(plan.rho[public].max()) if n_pub else 0.0
         record["undetected_floor"] = two_phase_floor_bounds(
