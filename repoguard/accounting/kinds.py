@@ -51,3 +51,13 @@ class Accountant(NamedChoice):
     BEST = "best"
     KL = "kl"
     RENYI = "renyi"
+
+
+class Cap(NamedChoice):
+    """The per-secret budget the weighting LP caps Σ_{i∈E_j} w_i by (`planning.weighting`): "kl"
+    μ_j = kl(r_j‖p_j) [Hush eq. 1] or "gdp" η_j = Φ⁻¹(1−p_j) − Φ⁻¹(1−r_j) [SecPE eq. 6]; "none"
+    labels a plan made without the LP (the no-noise baselines, a two-phase run's phase 1)."""
+
+    KL = "kl"
+    GDP = "gdp"
+    NONE = "none"
