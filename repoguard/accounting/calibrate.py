@@ -25,6 +25,7 @@ from repoguard.accounting.bounds import kl_bound, renyi_bound
 from repoguard.accounting.batch import batch_mixtures, batch_step_divergences
 from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture, step_divergences
 from repoguard.accounting.kinds import Accountant, Adjacency
+from repoguard.accounting.search import narrow
 from repoguard.accounting.pld import pld_bound
 from repoguard.accounting.pld_table import PoissonTable, dominating_lambda, grid_index
 
@@ -356,13 +357,7 @@ class _Calibrator:
                 if lo <= SIGMA_MIN:
                     return SIGMA_MIN
                 hi, lo = lo, max(lo / 4, SIGMA_MIN)
-        while hi / lo - 1 > REL_TOL:
-            mid = math.sqrt(lo * hi)
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return narrow(ok, lo, hi, rel_tol=REL_TOL)[1]
 
 
 def envelope(mixes: list[Mixture]) -> Mixture:

@@ -122,11 +122,7 @@ def exposure_at_level(level: float, *, kl: float, renyi: dict[str, float], max_e
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if exposure_tail_bound(max_exposure, kl=kl, renyi=renyi) > level:
         return max_exposure
-    lo, hi = 0.0, float(max_exposure)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if exposure_tail_bound(mid, kl=kl, renyi=renyi) <= level:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    from repoguard.accounting.search import narrow
+
+    return narrow(lambda e: exposure_tail_bound(e, kl=kl, renyi=renyi) <= level, 0.0, float(max_exposure),
+                  log_scale=False, iters=60)[1]

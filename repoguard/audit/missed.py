@@ -75,14 +75,10 @@ def predicted_exposure(parts, adjacency: str, *, level: float = LEVEL, max_expos
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if _clear(parts) or _tail(parts, max_exposure, adjacency) > level:
         return None
-    lo, hi = 0.0, float(max_exposure)
-    while hi - lo > 1e-3:
-        mid = 0.5 * (lo + hi)
-        if _tail(parts, mid, adjacency) <= level:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    from repoguard.accounting.search import narrow
+
+    return narrow(lambda e: _tail(parts, e, adjacency) <= level, 0.0, float(max_exposure), log_scale=False,
+                  abs_tol=1e-3)[1]
 
 
 def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_references: int = 10_000,
