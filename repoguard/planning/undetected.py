@@ -81,20 +81,17 @@ class FloorAccount:
     σ_floor(ρ_u): the smallest σ meeting the floor's run target at ρ_u (`sigma`).
 
     `target` the configured floor; `r_run` this run's target (a scheduled run's budget fraction,
-    `pipeline_stages.run_targets`; = target.r otherwise)."""
+    `pipeline_stages.run_targets`; = target.r otherwise); `spent` (`accounting.spending.Spent`)
+    what earlier runs spent on the floor's account, and its `legacy` runs counted at ρ = 1."""
 
     def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
-                 ledger_spent: dict, ledger_pairs: dict, legacy: tuple = ()) -> None:
-        from repoguard.accounting.calibrate import spent_arrays, spent_histories
-
+                 spent) -> None:
         self.target, self.r_run, self.steps = target, float(r_run), int(steps)
         self.method, self.adjacency, self.alphas = method, adjacency, tuple(alphas)
-        acct = [SimpleNamespace(id=target.account)]
-        skl, sre = spent_arrays(acct, ledger_spent, self.alphas)
-        self.skl, self.sre = skl, sre
-        hist = spent_histories(acct, ledger_spent, ledger_pairs)[0]
-        self.history = hist
-        self.legacy = tuple(legacy)
+        prior = spent.arrays([SimpleNamespace(id=target.account)], self.alphas)
+        self.skl, self.sre = prior.kl, prior.renyi
+        self.history = prior.pairs[0]
+        self.legacy = tuple(spent.legacy)
         for sigma, t in self.legacy:                      # runs before the account: worst case ρ = 1
             self.add(1.0, sigma, t)
         self.phase1 = None
@@ -110,8 +107,11 @@ class FloorAccount:
             self.history = tuple(self.history) + ((mix, a, t),)
         return mix, a, t
 
-    def calibrate_args(self) -> dict:
-        return {"spent_kl": self.skl, "spent_renyi": self.sre, "spent_pairs": [self.history]}
+    def spent_arrays(self):
+        """What the floor's account has spent so far, as `calibrate`'s `spent` (one secret)."""
+        from repoguard.accounting.spending import SpentArrays
+
+        return SpentArrays(self.skl, self.sre, [self.history])
 
     def sigma(self, rho_u: float, method: str | None = None, *, strict: bool = True) -> float:
         """σ_floor at ρ_u (0 when ρ_u = 0: no untied example is ever sampled), by `method`
@@ -126,7 +126,8 @@ class FloorAccount:
             return self._sigma[key]
         try:
             cal = calibrate([np.full(self.target.k, rho_u)], [self.target.p], [self.r_run], self.steps,
-                            method=key[1], adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args())
+                            method=key[1], adjacency=self.adjacency, alphas=self.alphas,
+                            spent=self.spent_arrays())
         except Infeasible:
             if not strict:
                 return math.inf
@@ -146,7 +147,7 @@ class FloorAccount:
         r1 = p + PHASE1_SHARE * (self.r_run - p)
         try:
             s1 = float(calibrate([np.full(self.target.k, rho1)], [p], [r1], int(steps1), method=self.method,
-                                 adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args()).sigma)
+                                 adjacency=self.adjacency, alphas=self.alphas, spent=self.spent_arrays()).sigma)
         except Infeasible:
             raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {self.target.k} "
                              f"example(s) within r₁ = {r1:.3g}") from None
@@ -168,24 +169,11 @@ def infeasible_message(target: Undetected, legacy: int = 0) -> str:
 def legacy_runs(ledger_path, target: Undetected) -> list[tuple[float, int]]:
     """(σ, steps completed) of every run in the ledger whose last entry records no spending on
     `target.account` (recorded before the floor had an account, or for another k): what
-    `FloorAccount` counts at ρ = 1. An empty or missing ledger gives []."""
-    from pathlib import Path
+    `FloorAccount` counts at ρ = 1 (`accounting.ledger.runs_without`). An empty or missing
+    ledger gives []."""
+    from repoguard.accounting.ledger import runs_without
 
-    from repoguard.accounting.ledger import read_entries
-
-    if ledger_path is None or not Path(ledger_path).exists():
-        return []
-    last: dict[str, dict] = {}
-    for e in read_entries(ledger_path):
-        last[e["run_id"]] = e
-    out = []
-    for e in last.values():
-        if int(e.get("steps_completed") or 0) <= 0:
-            continue
-        if (e.get("floor") or {}).get("account") == target.account:
-            continue
-        out.append((float(e["sigma"]), int(e["steps_completed"])))
-    return out
+    return runs_without(ledger_path, target.account)
 
 
 def floor_record(target: Undetected, *, rho_u: float, sigma: float, sigma_floor: float, steps: int,
@@ -255,13 +243,21 @@ def resolve(config, override: str | None = None) -> Undetected:
     return parse_undetected(override, config.defaults) if override is not None else config.undetected
 
 
-def plan_kwargs(target: Undetected, ledger_path, *, training=None, batch_size: float, steps: int,
+def plan_kwargs(target: Undetected, *, training=None, batch_size: float, steps: int,
                 r_run: float | None = None) -> dict:
-    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`), the ledger's
-    runs without a floor account (`legacy_runs`) and, for `[training] phases = 2` with
-    phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for."""
+    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`) and, for
+    `[training] phases = 2` with phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for. The
+    ledger's runs without a floor account travel in `build_plan`'s `spent` (`spent_for`)."""
     phase1 = None
     if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
         phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
-    return {"floor": target, "floor_r_run": r_run, "floor_legacy": tuple(legacy_runs(ledger_path, target)),
-            "phase1": phase1}
+    return {"floor": target, "floor_r_run": r_run, "phase1": phase1}
+
+
+def spent_for(ledger_path, target: Undetected | None):
+    """What earlier runs spent (`accounting.ledger.read_spent`: an `accounting.spending.Spent`),
+    with the legacy runs of `target`'s floor account (none without a target). Raises PolicyError
+    when the ledger fails verification."""
+    from repoguard.accounting.ledger import read_spent
+
+    return read_spent(ledger_path, floor_account=target.account if target is not None else None)
