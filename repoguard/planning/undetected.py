@@ -141,19 +141,35 @@ class FloorAccount:
         this run's headroom); phase 1 is then counted as spent, so the plan's σ meets the floor
         over both phases. Returns the phase-1 record {"rho", "steps", "sigma", "r"}.
         Raises InputError when no σ₁ ≤ 1e6 works."""
-        from repoguard.accounting.calibrate import Infeasible, calibrate
-
         p = self.target.p
         r1 = p + PHASE1_SHARE * (self.r_run - p)
-        try:
-            s1 = float(calibrate([np.full(self.target.k, rho1)], [p], [r1], int(steps1), method=self.method,
-                                 adjacency=self.adjacency, alphas=self.alphas, spent=self.spent_arrays()).sigma)
-        except Infeasible:
-            raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {self.target.k} "
-                             f"example(s) within r₁ = {r1:.3g}") from None
+        s1 = phase1_sigma(rho1, steps1, k=self.target.k, p=p, r=r1, accountant=self.method, adjacency=self.adjacency,
+                          alphas=self.alphas, spent=self.spent_arrays(), name="r₁")
         self.add(rho1, s1, steps1)
         self.phase1 = {"rho": float(rho1), "steps": int(steps1), "sigma": s1, "r": r1}
         return self.phase1
+
+
+def phase1_sigma(rho1: float, steps1: int, *, k: int, p: float, r: float, accountant: str = "best",
+                 adjacency: str = "zero-out", alphas=None, spent=None, name: str = "r") -> float:
+    """σ₁ of a noised phase 1 [JFT §3.1 in Hush's terms]: the smallest noise multiplier such that a
+    secret carried by k examples, each sampled with probability ρ₁, meets (p, r) after `steps1`
+    steps on top of `spent` (`accounting.spending.SpentArrays` of that one secret; None = nothing)
+    — Hush Alg. 2 lines 4–5 for that one secret (`accounting.calibrate.calibrate`). The one place
+    σ₁ is calibrated: `FloorAccount.reserve_phase1` (the plan's reservation under the floor) and
+    `training.phases.prepare` (a plan without a floor) both call it. `name` names r in the error.
+    Raises InputError when no σ ≤ 1e6 meets it."""
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+
+    try:
+        return float(calibrate([np.full(int(k), float(rho1))], [p], [r], int(steps1), method=accountant,
+                               adjacency=adjacency, alphas=DEFAULT_ALPHAS if alphas is None else alphas,
+                               spent=spent).sigma)
+    except Infeasible:
+        target = f"r = {r:g}" if name == "r" else f"{name} = {r:.3g}"
+        raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {k} example(s) "
+                         f"within {target}") from None
 
 
 def infeasible_message(target: Undetected, legacy: int = 0) -> str:

@@ -24,7 +24,8 @@ Phase 1 modes:
   calibrated the plan's σ with phase 1 counted as spent, so the floor holds over both phases; a
   plan without that reservation, or made for another ρ₁/T₁, is refused. Without a floor, σ₁ is
   the smallest noise multiplier such that an undetected secret confined to k public examples
-  (ρ₁ each, T₁ steps) meets the default (p, r). The undetected-secret floor after both phases is
+  (ρ₁ each, T₁ steps) meets the default (p, r) (`planning.undetected.phase1_sigma`, the same
+  calibration the plan's reservation runs). The undetected-secret floor after both phases is
   the composition of the phase-1 and phase-2 pairs of those k examples
   (`accounting.compose.composed_bound`: divergences add, privacy-loss distributions convolve),
   reported in the privacy report and in every ledger entry of the run ("phases").
@@ -131,22 +132,6 @@ def phase_one_plan(plan, public: np.ndarray, *, steps: int, batch_size: float, s
                 extra={"phase": 1}, test=~public)
 
 
-def calibrate_sigma1(rho1: float, steps: int, *, k: int, p: float, r: float, accountant: str = "best",
-                     adjacency: str = "zero-out") -> float:
-    """σ₁ [JFT §3.1 in Hush's terms]: the smallest noise multiplier such that a secret carried by
-    k examples, each sampled with probability ρ₁, meets (p, r) after `steps` steps — Hush Alg. 2
-    lines 4–5 for that one secret (`accounting.calibrate.calibrate`). Raises InputError when no
-    σ ≤ 1e6 meets it."""
-    from repoguard.accounting.calibrate import Infeasible, calibrate
-
-    try:
-        return float(calibrate([np.full(int(k), float(rho1))], [p], [r], int(steps), method=accountant,
-                               adjacency=adjacency).sigma)
-    except Infeasible:
-        raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {k} example(s) "
-                         f"within r = {r:g}") from None
-
-
 def reserved_sigma1(floor: dict, rho1: float, steps1: int) -> float:
     """σ₁ the plan reserved for a noised phase 1 (`undetected.FloorAccount.reserve_phase1`): the
     plan's σ meets the floor only over both phases with phase 1 at exactly this (ρ₁, T₁, σ₁).
@@ -208,8 +193,11 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
     if noised and n_pub and floor.get("enabled"):
         sigma1 = reserved_sigma1(floor, rho1, steps1)
     else:
-        sigma1 = calibrate_sigma1(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
-                                  adjacency=plan.adjacency) if noised and n_pub else 0.0
+        from repoguard.planning.undetected import phase1_sigma
+
+        # no floor, so no reservation in the plan: planning's σ₁ for k examples at (p, r)
+        sigma1 = phase1_sigma(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
+                              adjacency=plan.adjacency) if noised and n_pub else 0.0
     plan1 = phase_one_plan(plan, public, steps=steps1, batch_size=b1, sigma=sigma1 if noised else 1.0)
     phase1 = {"mode": "noised" if noised else "clear", "steps": steps1, "batch_size": b1, "learning_rate": lr1,
               "n_examples": n_pub, "rho": rho1, "sigma": sigma1,
