@@ -34,9 +34,11 @@ class CanaryFormat:
 
     @property
     def space_size(self) -> float:
+        """|R| = |alphabet|^length, the number of possible secrets (a float: it may exceed 2^63)."""
         return float(len(self.alphabet)) ** self.length
 
     def render(self, secret: str) -> str:
+        """The canary line s[r] for secret r: `name = "r"`."""
         return f'{self.name} = "{secret}"'
 
     def draw(self, rng: np.random.Generator, n: int) -> list[str]:
@@ -46,6 +48,7 @@ class CanaryFormat:
         return ["".join(row) for row in sym[idx]]
 
     def describe(self) -> str:
+        """The format with a placeholder for the secret (reports; never a drawn secret)."""
         return self.render(f"<{self.length} random symbols of {self.alphabet}>")
 
 

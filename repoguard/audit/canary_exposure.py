@@ -77,6 +77,7 @@ class Exposure:
     fit: dict
 
     def to_json(self) -> dict:
+        """Every field as plain JSON (exposures in bits, log-perplexity in bits)."""
         return asdict(self)
 
 
