@@ -118,7 +118,8 @@ def exposure_tail_bound(exposure: float, *, kl: float, renyi: dict[str, float]) 
 def exposure_at_level(level: float, *, kl: float, renyi: dict[str, float], max_exposure: float) -> float:
     """The smallest exposure e (bits) with `exposure_tail_bound(e) ≤ level`: under the DP run an
     exposure ≥ e has probability ≤ level. Returns `max_exposure` when even that is not reached.
-    (Bisection on e; the tail bound decreases as e grows.)"""
+    (`accounting.search.narrow` on e, 60 halvings; the tail bound decreases as e grows.) Raises
+    ValueError for `level` outside (0, 1)."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if exposure_tail_bound(max_exposure, kl=kl, renyi=renyi) > level:
