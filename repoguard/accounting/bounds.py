@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
+from repoguard.accounting.search import narrow
+
 _ITERS = 80          # bisection on log q: bracket width ≤ 2^-80 × |log p|
 
 
@@ -33,11 +35,7 @@ def _bisect_log_q(excess, p: np.ndarray, iters: int = _ITERS) -> np.ndarray:
     lo = np.log(p)
     hi = np.zeros_like(lo)
     at_one = excess(hi) < 0           # even q = 1 does not reach the divergence: no bound
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        ok = excess(mid) >= 0
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    _, hi = narrow(lambda lq: excess(lq) >= 0, lo, hi, log_scale=False, iters=iters)
     return np.where(at_one, 1.0, np.exp(hi))
 
 

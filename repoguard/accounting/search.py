@@ -1,17 +1,20 @@
 """The one bisection every monotone search of repoguard runs: the smallest noise multiplier σ
-that certifies a group of secrets (`calibrate`), the largest LP scale c whose σ(c) stays within
+that certifies a group of secrets (`calibrate`), the posterior bound q that a divergence allows
+(`bounds.kl_bound`, `bounds.renyi_bound`, elementwise on log q), the largest LP scale c whose σ(c) stays within
 the floor's noise (`planning.c_choice.raise_c`), and the smallest canary exposure whose tail
 bound falls below a level (`audit.canary_exposure.exposure_at_level`,
 `audit.missed.predicted_exposure`).
 
 σ and c span decades, so they are bisected on a log scale (the midpoint is the geometric mean
-√(lo·hi), the stopping rule relative); an exposure e is already a logarithm (e = −log₂ p of the
-prior p it is bounded at), so it is bisected arithmetically.
+√(lo·hi), the stopping rule relative); log q and an exposure e are already logarithms (e = −log₂ p
+of the prior p it is bounded at), so they are bisected arithmetically.
 """
 from __future__ import annotations
 
 import math
 from typing import Callable
+
+import numpy as np
 
 
 def narrow(ok: Callable[[float], bool], lo: float, hi: float, *, log_scale: bool = True,
@@ -25,10 +28,20 @@ def narrow(ok: Callable[[float], bool], lo: float, hi: float, *, log_scale: bool
     smallest x found with ok(x), `lo` the largest without.
 
     A search for the *largest* x with some property P (P true at lo) passes ok = not P and
-    keeps `lo`. Raises ValueError when not exactly one stopping rule is given, or for a log-scale
-    bracket with lo ≤ 0."""
+    keeps `lo`. With arrays `lo`, `hi` (one bracket per element) `ok` returns a bool array and
+    every bracket is halved `iters` times (the only stopping rule then). Raises ValueError when
+    not exactly one stopping rule is given, or for a log-scale bracket with lo ≤ 0."""
     if sum(x is not None for x in (rel_tol, abs_tol, iters)) != 1:
         raise ValueError("narrow: give exactly one of rel_tol, abs_tol, iters")
+    if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
+        if iters is None:
+            raise ValueError("narrow: arrays of brackets stop after `iters` halvings only")
+        for _ in range(iters):
+            mid = np.sqrt(lo * hi) if log_scale else 0.5 * (lo + hi)
+            good = ok(mid)
+            hi = np.where(good, mid, hi)
+            lo = np.where(good, lo, mid)
+        return lo, hi
     if log_scale and not lo > 0:
         raise ValueError(f"narrow: a log-scale bracket needs lo > 0, not {lo!r}")
     done = 0
