@@ -193,8 +193,9 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
     by `weighting.pick_c`); ρ = B·w/Σw [Hush Alg. 2]; σ the smallest noise multiplier keeping
     every secret's *cumulative* bound (what earlier runs spent, `spent`: an
-    `accounting.spending.Spent` from `ledger.read_spent`, None = nothing; plus this run) ≤ r_j; its
-    pairs let the Neyman–Pearson bound compose earlier runs too. Also computes the σ the paper's KL accountant would need.
+    `accounting.spending.Spent` from `ledger.read_spent`, None = nothing; plus this run) ≤ r_j;
+    its pairs let the Neyman–Pearson bound compose earlier runs too. Also computes the σ the
+    paper's KL accountant would need.
 
     `Plan.extra` keys: "lp" (solver, iterations, gap, objective, seconds, sizes), "calibration"
     (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are

@@ -140,9 +140,9 @@ class Release:
 def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: str, adjacency: str, c: float,
                 spent, generator=None, embedder=None, floor=None) -> Release:
     """SecPE Alg. 1–2 for incidence `inc` (held-out mask `test`): σ per round against the
-    ledger's spending `spent` (`accounting.spending.Spent`), the anchors and the T noisy releases. Texts are read from `corpus` and
-    redacted by `redactor` before they are embedded; held-out rows are never read. Records
-    nothing.
+    ledger's spending `spent` (`accounting.spending.Spent`), the anchors and the T noisy
+    releases. Texts are read from `corpus` and redacted by `redactor` before they are embedded;
+    held-out rows are never read. Records nothing.
 
     `floor` (a `config.Undetected`; None = off). Enabled (the default of `synthesize`): the
     anchors come from the generator's own initial samples (data-independent), every training
