@@ -76,11 +76,6 @@ class SpentArrays:
     renyi: np.ndarray
     pairs: list | None = None
 
-    @classmethod
-    def nothing(cls, n: int, n_alpha: int) -> "SpentArrays":
-        """n secrets that spent nothing."""
-        return cls(np.zeros(n), np.zeros((n, n_alpha)), [()] * n)
-
     def plus(self, other: "SpentArrays") -> "SpentArrays":
         """These secrets followed by `other`'s (the floor's account calibrated as one more)."""
         return SpentArrays(np.append(self.kl, other.kl), np.vstack([self.renyi, other.renyi]),
