@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repoguard.accounting.exposures import clear_runs, find_exposures  # noqa: E402
+from repoguard.accounting.clear_exposures import clear_runs, find_exposures  # noqa: E402
 from repoguard.accounting.ledger import append_entry, side_dir, verify  # noqa: E402
 
 

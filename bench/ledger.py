@@ -50,7 +50,7 @@ from repoguard.accounting.calibrate import calibrate  # noqa: E402
 from repoguard.accounting.divergences import DEFAULT_ALPHAS  # noqa: E402
 from repoguard.accounting.ledger import append_entry, raw_state, read_entries, spending, verify  # noqa: E402
 from repoguard.accounting.pld import _coarsen, pair_from_record, pld_bound  # noqa: E402
-from repoguard.accounting.calibrate import spent_arrays, spent_histories  # noqa: E402
+from repoguard.accounting.spending import Spent, SpentArrays  # noqa: E402
 
 ALPHAS = [f"{x:g}" for x in DEFAULT_ALPHAS]
 
@@ -111,15 +111,14 @@ def night_runs(w: World, night: int, steps: int) -> tuple[ls.Run, ls.Run]:
 
 def plan_inputs(path: Path | None, state: ls.State | None, w: World, nights: int, steps: int, p0: float, r):
     """What `repoguard plan` derives from the ledger: spending dicts (timed by the caller), then
-    the arrays and histories `calibrate` takes (`calibrate.spent_arrays`, `calibrate.spent_histories`)."""
+    the arrays and histories `calibrate` takes (`spending.Spent.arrays`)."""
     if state is None:
         spent, pairs = spending(path)
     else:
         spent, pairs = state.spent(), state.pairs()
     secrets = [SimpleNamespace(id=s) for s in w.ids]
-    skl, sre = spent_arrays(secrets, spent, DEFAULT_ALPHAS)
-    hist = spent_histories(secrets, spent, pairs)
-    return skl, sre, hist
+    prior = Spent(spent, pairs).arrays(secrets, DEFAULT_ALPHAS)
+    return prior.kl, prior.renyi, prior.pairs
 
 
 def main() -> None:
@@ -164,7 +163,7 @@ def main() -> None:
         t_read = time.perf_counter() - t
         r = np.minimum(kl_bound(1.6 * skl + 1e-4, p0), 0.999)
         t = time.perf_counter()
-        cal = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+        cal = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent=SpentArrays(skl, sre, hist))
         t_cal = time.perf_counter() - t
         c_plan = time.process_time() - c
         t, c = time.perf_counter(), time.process_time()
@@ -175,8 +174,7 @@ def main() -> None:
         cal_raw = None
         if not a.skip_raw_plan:
             t = time.perf_counter()
-            cal_raw = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent_kl=rkl, spent_renyi=rre,
-                                spent_pairs=rhist)
+            cal_raw = calibrate(rhos, np.full(a.secrets, p0), r, steps, spent=SpentArrays(rkl, rre, rhist))
             t_cal_raw = time.perf_counter() - t
         c_plan_raw = time.process_time() - c
         worst_kl = float(np.max(np.abs(skl - rkl) / np.maximum(rkl, 1e-300)))

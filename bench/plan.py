@@ -37,6 +37,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from repoguard.accounting.spending import Spent  # noqa: E402
 from repoguard.analyzers.incidence import Incidence, Secret  # noqa: E402
 from repoguard.core.config import Undetected  # noqa: E402
 from repoguard.planning.plan import build_plan  # noqa: E402
@@ -152,7 +153,7 @@ def main() -> None:
     plan1, w1, c1 = timed(lambda: build_plan(inc, **kw))
     spent = {s.id: (s.kl_spent, {k: v for k, v in s.renyi_spent.items()}) for s in plan1.secrets}
     pairs = {s.id: [s.pair] if s.pair else None for s in plan1.secrets}
-    night2 = lambda: build_plan(inc, ledger_spent=spent, ledger_pairs=pairs, **kw)  # noqa: E731
+    night2 = lambda: build_plan(inc, spent=Spent(spent, pairs), **kw)  # noqa: E731
     plan2, w2, c2 = timed(night2)
     again, _, _ = timed(night2)
     same = (again.sigma == plan2.sigma and np.array_equal(again.w, plan2.w)

@@ -6,6 +6,7 @@ import pytest
 
 from repoguard.accounting.bounds import reconstruction_bound
 from repoguard.accounting.calibrate import Infeasible, calibrate, calibrate_sigma
+from repoguard.accounting.spending import SpentArrays
 
 
 def _instance(seed=0, n=25):
@@ -48,8 +49,7 @@ def test_best_needs_least_noise_and_replace_doubles():
 def test_spent_budget_raises_sigma_and_exhaustion_is_infeasible():
     rhos, p, r = [np.full(3, 0.02)], np.array([1e-10]), np.array([1e-3])
     fresh = calibrate(rhos, p, r, 200)
-    again = calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi,
-                      spent_pairs=[(fresh.pairs[0],)])
+    again = calibrate(rhos, p, r, 200, spent=SpentArrays(fresh.evals.kl, fresh.evals.renyi, [(fresh.pairs[0],)]))
     assert again.sigma > fresh.sigma
     assert again.evals.bound[0] <= r[0]
     # the first run had less noise than 400 steps in one run need, so the second needs more
@@ -58,9 +58,9 @@ def test_spent_budget_raises_sigma_and_exhaustion_is_infeasible():
     # divergences that run spent (at a σ certified by that bound) leave nothing
     if fresh.evals.binding[0].startswith("pld"):
         with pytest.raises(Infeasible):
-            calibrate(rhos, p, r, 200, spent_kl=fresh.evals.kl, spent_renyi=fresh.evals.renyi)
+            calibrate(rhos, p, r, 200, spent=SpentArrays(fresh.evals.kl, fresh.evals.renyi))
     with pytest.raises(Infeasible) as exc:
-        calibrate(rhos, p, r, 200, spent_kl=np.array([1.0]), spent_renyi=np.full((1, len(fresh.alphas)), 50.0))
+        calibrate(rhos, p, r, 200, spent=SpentArrays(np.array([1.0]), np.full((1, len(fresh.alphas)), 50.0)))
     assert exc.value.secrets == [0]
 
 
@@ -123,5 +123,5 @@ def test_passes_at_agrees_with_the_calibrated_sigma(method):
     spent[0] = 50.0
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
 
-    assert not passes_at(rhos, p, r, steps, sigma * 10, method="kl", spent_kl=spent,
-                         spent_renyi=np.zeros((len(p), len(DEFAULT_ALPHAS))))
+    assert not passes_at(rhos, p, r, steps, sigma * 10, method="kl",
+                         spent=SpentArrays(spent, np.zeros((len(p), len(DEFAULT_ALPHAS)))))

@@ -10,7 +10,7 @@ import pytest
 
 from audit_helpers import SECRET, canary_pair, prepare_out
 from repoguard.audit.canaries import CanaryFormat, choose_examples, insert_canary
-from repoguard.audit.exposure import exposure_at_level, exposure_tail_bound
+from repoguard.audit.canary_exposure import exposure_at_level, exposure_tail_bound
 from repoguard.core.errors import InputError
 
 

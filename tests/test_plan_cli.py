@@ -177,6 +177,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import build_plan
     from repoguard.planning.undetected import legacy_runs
+    from repoguard.accounting.spending import Spent
 
     root, out = project
     inc = load_incidence(out)
@@ -187,7 +188,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     assert legacy_runs(out / "ledger.jsonl", und) == [(old.sigma, 1)]
     assert legacy_runs(out / "ledger.jsonl", Undetected(3, 1e-10, 1e-3)) == [(old.sigma, 1)]
     with_old = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und,
-                          floor_legacy=tuple(legacy_runs(out / "ledger.jsonl", und)))
+                          spent=Spent(legacy=tuple(legacy_runs(out / "ledger.jsonl", und))))
     without = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und)
     assert with_old.extra["undetected_floor"]["sigma_floor"] > without.extra["undetected_floor"]["sigma_floor"]
     assert with_old.extra["undetected_floor"]["meets_r"]
@@ -195,7 +196,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     from repoguard.core.errors import PolicyError
 
     with pytest.raises(PolicyError, match=r"1 earlier run\(s\) recorded no floor account .*ρ = 1"):
-        build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, floor_legacy=((old.sigma, 300),))
+        build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, spent=Spent(legacy=((old.sigma, 300),)))
 
 
 @pytest.mark.slow

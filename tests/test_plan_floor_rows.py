@@ -12,6 +12,7 @@ from repoguard.accounting.calibrate import calibrate
 from repoguard.analyzers.incidence import Incidence, Secret
 from repoguard.core.config import Undetected
 from repoguard.planning.plan import build_plan
+from repoguard.accounting.spending import Spent
 from repoguard.planning.undetected import FloorAccount, untied_rho
 from repoguard.planning.weighting import SweepRow, pick_c, secret_caps, solve_weights
 
@@ -44,7 +45,7 @@ def _full_rows(inc: Incidence) -> list[SweepRow]:
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(len(p))]
     acct = FloorAccount(FLOOR, FLOOR.r, T, method="best", adjacency="zero-out",
                         alphas=__import__("repoguard.accounting.divergences", fromlist=["x"]).DEFAULT_ALPHAS,
-                        ledger_spent={}, ledger_pairs={})
+                        spent=Spent())
     rows = []
     for c in SWEEP:
         lp = solve_weights(inc.matrix, secret_caps(p, r, "kl"), c)

@@ -280,6 +280,7 @@ def test_calibrated_sigma_after_a_small_sigma_run_is_the_smallest_and_monotone_i
     import importlib
 
     from repoguard.accounting.calibrate import calibrate
+    from repoguard.accounting.spending import SpentArrays
 
     floor = getattr(importlib.import_module("repoguard.accounting.calibrate"), "SIGMA_MIN", 1e-4)
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
@@ -288,7 +289,7 @@ def test_calibrated_sigma_after_a_small_sigma_run_is_the_smallest_and_monotone_i
     al = tuple(DEFAULT_ALPHAS)
     rhos, p, r = _fixture_rhos(fixture_repo_copy, c)
     skl, sre, pairs = _history(rhos, sigma0, 2, al)
-    sig = {T: calibrate(rhos, p, r, T, spent_kl=skl, spent_renyi=sre, spent_pairs=pairs).sigma for T in (2, 5, 8)}
+    sig = {T: calibrate(rhos, p, r, T, spent=SpentArrays(skl, sre, pairs)).sigma for T in (2, 5, 8)}
     assert sig[2] <= sig[5] <= sig[8]                 # fewer steps never need more noise
     s5 = sig[5]
     assert _worst(rhos, p, r, 5, s5, skl, sre, pairs, al) <= 1.0

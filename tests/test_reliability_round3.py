@@ -73,7 +73,7 @@ def _tiny_setup(tmp_path):
     an empty ledger, and that ledger's path."""
     import scipy.sparse as sp
 
-    from repoguard.accounting.ledger import spent, spent_pairs, verify
+    from repoguard.accounting.ledger import read_spent, verify
     from repoguard.analyzers.incidence import Incidence, Secret
     from repoguard.planning.plan import build_plan
     from repoguard.training.data import tokenize
@@ -84,8 +84,7 @@ def _tiny_setup(tmp_path):
     m[:4, 0] = True
     inc = Incidence(example_ids=[f"ex{i}" for i in range(len(TEXTS))], secrets=[Secret("alpha", "declared", 1e-4, 5e-2)],
                     matrix=sp.csr_matrix(m))
-    plan = build_plan(inc, batch_size=4.0, steps=6, clip_norm=0.5, c=1.0, ledger_spent=spent(ledger),
-                      ledger_pairs=spent_pairs(ledger))
+    plan = build_plan(inc, batch_size=4.0, steps=6, clip_norm=0.5, c=1.0, spent=read_spent(ledger))
     plan.extra["ledger_head"] = verify(ledger)["last_hash"]
     size = TinyConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4, max_position=64)
     model, tok = build_tiny_model(TEXTS, seed=3, size=size)

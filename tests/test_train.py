@@ -155,11 +155,12 @@ def _incidence(p=1e-4, r=5e-2):
 
 
 def _real_plan(ledger_path, *, head: bool, accountant: str = "best"):
-    from repoguard.accounting.ledger import spent, spent_pairs, verify
+    from repoguard.accounting.ledger import verify
+    from repoguard.accounting.ledger import read_spent
     from repoguard.planning.plan import build_plan
 
     plan = build_plan(_incidence(), batch_size=4.0, steps=6, clip_norm=0.5, c=1.0, accountant=accountant,
-                      ledger_spent=spent(ledger_path), ledger_pairs=spent_pairs(ledger_path))
+                      spent=read_spent(ledger_path))
     if head:
         plan.extra["ledger_head"] = verify(ledger_path)["last_hash"]
     return plan

@@ -131,7 +131,7 @@ def test_phase_two_accounting_equals_the_single_phase_plan(planned, tmp_path):
 def test_noised_sigma1_meets_the_floor_target_and_the_floor_composes(planned):
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.accounting.compose import composed_bound
-    from repoguard.training.phases import calibrate_sigma1
+    from repoguard.planning.undetected import phase1_sigma
 
     _out, plan, _inc, _texts = planned
     setup = _setup(planned, "noised")
@@ -141,7 +141,7 @@ def test_noised_sigma1_meets_the_floor_target_and_the_floor_composes(planned):
     assert setup.plan1.sigma == sigma1 and setup.clear_ids == ()
     assert reconstruction_bound(np.full(1, rho1), sigma1, T1, 1e-4, "best") <= 0.05 * (1 + 1e-6)
     assert reconstruction_bound(np.full(1, rho1), sigma1 * 0.97, T1, 1e-4, "best") > 0.05   # the smallest
-    k3 = calibrate_sigma1(rho1, T1, k=3, p=1e-4, r=0.05)
+    k3 = phase1_sigma(rho1, T1, k=3, p=1e-4, r=0.05)
     assert k3 > sigma1 and reconstruction_bound(np.full(3, rho1), k3, T1, 1e-4, "best") <= 0.05 * (1 + 1e-6)
     fl = setup.record["undetected_floor"]
     assert fl["phase1"]["1"] <= 0.05 * (1 + 1e-6)

@@ -5,6 +5,8 @@ Per-secret privacy accounting for weighted-Poisson DP-SGD [Hush §4, Alg. 2].
 
 `divergences` (the dominating pair's KL/Rényi divergences) → `bounds` (Hush Lemma 3.2) →
 `calibrate` (σ for every secret's target) → `ledger` (what each secret has spent across runs).
+`spending` types what a run spends (`SpendingEvent`) and what earlier runs spent (`Spent`);
+`kinds` names the choices (adjacency, accountant, cap); `search` is the one bisection.
 """
 from repoguard.accounting.bounds import kl_bound, reconstruction_bound, renyi_bound
 from repoguard.accounting.calibrate import Infeasible, calibrate, calibrate_sigma

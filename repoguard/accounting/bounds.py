@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
+from repoguard.accounting.search import narrow
+
 _ITERS = 80          # bisection on log q: bracket width ≤ 2^-80 × |log p|
 
 
@@ -33,11 +35,7 @@ def _bisect_log_q(excess, p: np.ndarray, iters: int = _ITERS) -> np.ndarray:
     lo = np.log(p)
     hi = np.zeros_like(lo)
     at_one = excess(hi) < 0           # even q = 1 does not reach the divergence: no bound
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        ok = excess(mid) >= 0
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    _, hi = narrow(lambda lq: excess(lq) >= 0, lo, hi, log_scale=False, iters=iters)
     return np.where(at_one, 1.0, np.exp(hi))
 
 
@@ -102,7 +100,7 @@ def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: s
     δ_T(ε) from the composed privacy-loss distribution, `pld.py`) or "best" (minimum of all).
     Each bound takes the larger of the two directions P‖Q, Q‖P. Raises ValueError on bad
     arguments."""
-    from repoguard.accounting.divergences import DEFAULT_ALPHAS, _a, mixture, step_divergences
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS, mixture, pair_shift, step_divergences
     from repoguard.accounting.pld import pld_bound
 
     if method not in METHODS:
@@ -112,7 +110,7 @@ def reconstruction_bound(rhos, sigma: float, steps: int, prior: float, method: s
     if steps < 1:
         raise ValueError("steps must be ≥ 1")
     al = np.asarray(DEFAULT_ALPHAS if alphas is None else alphas, float)
-    a = _a(sigma, adjacency)
+    a = pair_shift(sigma, adjacency)
     mix = mixture(rhos)
     out = 1.0
     if method in ("best", "kl", "renyi"):

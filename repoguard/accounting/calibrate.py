@@ -23,11 +23,14 @@ import numpy as np
 
 from repoguard.accounting.bounds import kl_bound, renyi_bound
 from repoguard.accounting.batch import batch_mixtures, batch_step_divergences
-from repoguard.accounting.divergences import ADJACENCIES, DEFAULT_ALPHAS, Mixture, step_divergences
+from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture, step_divergences
+from repoguard.accounting.kinds import Accountant, Adjacency
+from repoguard.accounting.search import narrow
+from repoguard.accounting.spending import SpentArrays
 from repoguard.accounting.pld import pld_bound
 from repoguard.accounting.pld_table import PoissonTable, dominating_lambda, grid_index
 
-METHODS = ("best", "kl", "renyi")
+METHODS = tuple(a.value for a in Accountant)
 PLD_H = (1e-2, 2e-3)     # loss-grid steps of the Neyman–Pearson bound: a cheap screen, then fine
 ENVELOPE = 64            # groups per shared Neyman–Pearson certificate
 PLD_BUDGET = 2000        # Neyman–Pearson evaluations per calibration; then divergences only
@@ -64,7 +67,7 @@ class Calibration:
     """`sigma` the calibrated noise multiplier; `evals` per-secret results at `sigma`;
     `alphas` the Rényi orders; `stats` work counters (groups, divergence evaluations); `pairs`
     per secret this run's dominating pair (Mixture, a = s/σ, steps), what a later run's
-    `spent_pairs` needs."""
+    `SpentArrays.pairs` needs."""
 
     sigma: float
     evals: SecretEval
@@ -97,15 +100,12 @@ class _Group:
 class _Calibrator:
     def __init__(self, groups, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
                  spent_pairs=None, pld_budget=PLD_BUDGET):
-        if method not in METHODS:
-            raise ValueError(f"unknown accountant {method!r} (known: {', '.join(METHODS)})")
-        if adjacency not in ADJACENCIES:
-            raise ValueError(f"unknown adjacency {adjacency!r}")
+        Accountant.parse(method, "accountant")
         self.groups = groups
         self.p, self.r = priors, targets
         self.steps = steps
         self.method = method
-        self.s = ADJACENCIES[adjacency]
+        self.s = Adjacency.parse(adjacency).sensitivity
         self.al = np.asarray(alphas, float)
         self.skl = spent_kl
         self.sre = spent_renyi
@@ -358,13 +358,7 @@ class _Calibrator:
                 if lo <= SIGMA_MIN:
                     return SIGMA_MIN
                 hi, lo = lo, max(lo / 4, SIGMA_MIN)
-        while hi / lo - 1 > REL_TOL:
-            mid = math.sqrt(lo * hi)
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return narrow(ok, lo, hi, rel_tol=REL_TOL)[1]
 
 
 def envelope(mixes: list[Mixture]) -> Mixture:
@@ -404,19 +398,18 @@ def group_secrets(secret_rhos) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
-              adjacency: str = "zero-out", alphas=DEFAULT_ALPHAS, spent_kl=None, spent_renyi=None,
-              spent_pairs=None, progress=None, pld_budget: int = PLD_BUDGET) -> Calibration:
+              adjacency: str = "zero-out", alphas=DEFAULT_ALPHAS, spent: SpentArrays | None = None,
+              progress=None, pld_budget: int = PLD_BUDGET) -> Calibration:
     """Calibrate σ for all secrets; see `calibrate_sigma`. Also returns each secret's achieved
-    bound at σ, the binding bound and this run's divergences. `spent_kl` (n_secrets,) and
-    `spent_renyi` (n_secrets, n_alpha) are earlier runs' divergences from the ledger (nats);
-    `spent_pairs` (n_secrets,) each secret's earlier runs as a tuple of (Mixture, a, steps) for
-    the Neyman–Pearson bound, or None where unknown (that secret then uses divergences only);
+    bound at σ, the binding bound and this run's divergences. `spent` (`spending.SpentArrays`,
+    aligned with the secrets; None = nothing spent) holds the earlier runs' divergences from the
+    ledger (kl (n_secrets,), renyi (n_secrets, n_alpha), nats) and each secret's earlier pairs
+    for the Neyman–Pearson bound (None where unknown: that secret then uses divergences only);
     `pld_budget` caps the Neyman–Pearson evaluations (a count, so results are reproducible):
     past it, secrets are certified by divergences alone and σ can only come out larger.
     `progress(done, total)` is called as groups are checked. Raises `Infeasible` naming the
     secrets for which no σ ≤ SIGMA_MAX works; ValueError on bad arguments."""
-    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
-                         spent_pairs, pld_budget)
+    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent, pld_budget)
     p, r, skl, al, ns = cal.p, cal.r, cal.skl, tuple(float(a) for a in cal.al), len(cal.p)
     # secrets already over budget at σ → ∞ (spent alone breaks the target) are infeasible
     over = _over_budget(cal)
@@ -467,16 +460,15 @@ def calibrate(secret_rhos, priors, targets, steps: int, *, method: str = "best",
 
 
 def passes_at(secret_rhos, priors, targets, steps: int, sigma: float, *, method: str = "best",
-              adjacency: str = "zero-out", alphas=DEFAULT_ALPHAS, spent_kl=None, spent_renyi=None,
-              spent_pairs=None, pld_budget: int = PLD_BUDGET) -> bool:
+              adjacency: str = "zero-out", alphas=DEFAULT_ALPHAS, spent: SpentArrays | None = None,
+              pld_budget: int = PLD_BUDGET) -> bool:
     """Does σ keep every secret's cumulative bound ≤ its target? The check `calibrate` makes at
     each σ it tries (divergences, vectorised; the Neyman–Pearson bound where they miss a target,
     shared by envelope), without searching for the smallest σ: what a caller needs when it only
     compares the secrets' σ against a noise level it already has (the plan's floor, issue 45).
     Arguments as `calibrate`; False for secrets whose earlier spending alone breaks the target.
     Raises ValueError on bad arguments."""
-    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi,
-                         spent_pairs, pld_budget)
+    cal, groups = _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent, pld_budget)
     if _over_budget(cal):
         return False
     gs = [g for g in groups if g.mix.n > 0]
@@ -485,7 +477,7 @@ def passes_at(secret_rhos, priors, targets, steps: int, sigma: float, *, method:
     return all(cal.passes(g, sigma) for g in gs)
 
 
-def _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent_kl, spent_renyi, spent_pairs,
+def _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent: SpentArrays | None,
            pld_budget) -> tuple[_Calibrator, list[_Group]]:
     """Validated arguments as a `_Calibrator` over the secrets' ρ-multiset groups."""
     p = np.asarray(priors, float)
@@ -498,13 +490,13 @@ def _setup(secret_rhos, priors, targets, steps, method, adjacency, alphas, spent
     if steps < 1:
         raise ValueError("steps must be ≥ 1")
     al = tuple(float(a) for a in alphas)
-    skl = np.zeros(ns) if spent_kl is None else np.asarray(spent_kl, float)
-    sre = np.zeros((ns, len(al))) if spent_renyi is None else np.asarray(spent_renyi, float)
+    skl = np.zeros(ns) if spent is None else np.asarray(spent.kl, float)
+    sre = np.zeros((ns, len(al))) if spent is None else np.asarray(spent.renyi, float)
     sets, members = group_secrets(secret_rhos)
     groups = [_Group(mx, m, float(st.sum()), dominating_lambda(st))
               for mx, m, st in zip(batch_mixtures(sets), members, sets)]
-    return _Calibrator(groups, p, r, steps, method, adjacency, np.asarray(al), skl, sre, spent_pairs,
-                       pld_budget), groups
+    return _Calibrator(groups, p, r, steps, method, adjacency, np.asarray(al), skl, sre,
+                       None if spent is None else spent.pairs, pld_budget), groups
 
 
 def _over_budget(cal: _Calibrator) -> list[int]:
@@ -577,33 +569,3 @@ def calibrate_sigma(secret_rhos, priors, targets, steps: int, method: str = "bes
     paper's) or "renyi" (Hush Lemma 3.2). Raises `Infeasible` or ValueError."""
     return calibrate(secret_rhos, priors, targets, steps, method=method, adjacency=adjacency,
                      alphas=alphas).sigma
-
-
-def spent_arrays(secrets, ledger_spent: dict, alphas) -> tuple[np.ndarray, np.ndarray]:
-    """Ledger spending (`accounting.ledger.spent`: {id: (KL, {α: D_α})}) as `calibrate`'s
-    `spent_kl` (n_secrets,) and `spent_renyi` (n_secrets, n_alpha) arrays, aligned with `secrets`
-    (objects with `.id`) and `alphas`; nats. An α the ledger lacks for a secret that has spent
-    something counts as +inf (unknown)."""
-    skl = np.zeros(len(secrets))
-    sre = np.zeros((len(secrets), len(alphas)))
-    for j, s in enumerate(secrets):
-        if s.id not in ledger_spent:
-            continue
-        kl, ren = ledger_spent[s.id]
-        skl[j] = kl
-        sre[j] = [ren.get(f"{a:g}", float("inf")) for a in alphas]
-    return skl, sre
-
-
-def spent_histories(secrets, ledger_spent: dict, ledger_pairs: dict) -> list:
-    """`calibrate`'s `spent_pairs`: earlier runs' pairs (`accounting.ledger.spent_pairs` records)
-    aligned with `secrets`: a tuple of (Mixture, a, steps) per secret, or
-    None where the ledger spent without recording them (older entries, or pairs not passed).
-    Secrets the ledger never saw get () (nothing spent)."""
-    from repoguard.accounting.pld import pair_from_record
-
-    out = []
-    for s in secrets:
-        recs = ledger_pairs.get(s.id, None if s.id in ledger_spent else [])
-        out.append(None if recs is None else tuple(pair_from_record(d) for d in recs))
-    return out

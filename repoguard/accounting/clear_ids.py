@@ -5,7 +5,7 @@ A two-phase run [Shi et al. 2022, "Just Fine-tune Twice" §3] first trains witho
 examples tied to no secret. That is sound only for the secrets known at the time: an example a
 later analysis ties to a secret (a newly declared secret, a new credential rule, a changed import
 resolution) was seen in the clear, so that secret's bound from the earlier run is 1
-(`exposures.py`). The ledger therefore remembers those ids.
+(`clear_exposures.py`). The ledger therefore remembers those ids.
 
 File `clear-<h>.parquet` in the ledger's side directory, one column `example_id` (string, the
 sorted distinct ids, zstd, no dictionary), where h is the first 32 hex digits of the SHA-256 of the ids joined

@@ -38,13 +38,13 @@ def composed_bound(parts, prior: float, *, adjacency: str = "zero-out", alphas=N
     `method`: "best" (minimum of KL, Rényi and Neyman–Pearson), "kl" or "renyi".
     Returns a float in [prior, 1]. Raises ValueError for a prior outside (0, 1) or bad parts."""
     from repoguard.accounting.bounds import best_renyi_bound, kl_bound
-    from repoguard.accounting.divergences import DEFAULT_ALPHAS, _a, mixture, step_divergences
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS, mixture, pair_shift, step_divergences
+    from repoguard.accounting.kinds import Accountant
     from repoguard.accounting.pld import pld_bound
 
     if not 0 < prior < 1:
         raise ValueError("prior p must lie in (0, 1)")
-    if method not in ("best", "kl", "renyi"):
-        raise ValueError(f"unknown method {method!r} (known: best, kl, renyi)")
+    Accountant.parse(method, "method")
     al = np.asarray(DEFAULT_ALPHAS if alphas is None else alphas, float)
     live = []
     for part in parts:
@@ -56,7 +56,7 @@ def composed_bound(parts, prior: float, *, adjacency: str = "zero-out", alphas=N
             continue                                   # never sampled: spends nothing
         if not sigma > 0:
             return 1.0                                 # trained in the clear: no bound
-        live.append((mixture(rhos), _a(float(sigma), adjacency), int(steps)))
+        live.append((mixture(rhos), pair_shift(float(sigma), adjacency), int(steps)))
     if not live:
         return float(prior)
     kl_total, ren_total = 0.0, np.zeros(al.size)

@@ -37,11 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, log_ndtr
 
+from repoguard.accounting.kinds import Adjacency
+
 PMF_FLOOR = 1e-280
 DEFAULT_ALPHAS = (1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 1.6, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5,
                   4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0, 16.0, 20.0, 24.0, 28.0, 32.0,
                   40.0, 48.0, 56.0, 64.0, 80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0)
-ADJACENCIES = {"zero-out": 1.0, "replace": 2.0}
 _MAX_GRID = 400_000       # grid points; an α whose integral would need more gets +inf (conservative)
 _TAIL_Z = 12.0            # grid margin in standard deviations
 
@@ -158,13 +159,6 @@ def _log_ratio(z: np.ndarray, mix: Mixture, a: float) -> np.ndarray:
 
 def _log_phi(z):
     return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
-
-
-def _log_trapz(logf: np.ndarray, h: float) -> float:
-    """log ∫ e^{logf} by the trapezoid rule on a uniform grid."""
-    lw = np.full(logf.size, math.log(h))
-    lw[0] = lw[-1] = math.log(h / 2)
-    return float(logsumexp(logf + lw))
 
 
 def _step(a: float) -> float:
@@ -301,12 +295,16 @@ def _renyi_reverse(z, L, lphi, h, mix, a, al) -> np.ndarray:
 
 
 # -- public API -----------------------------------------------------------------------------------
-def _a(sigma: float, adjacency: str) -> float:
-    if adjacency not in ADJACENCIES:
-        raise ValueError(f"unknown adjacency {adjacency!r} (known: {', '.join(ADJACENCIES)})")
+def pair_shift(sigma: float, adjacency: str) -> float:
+    """a = s/σ: the shift between the dominating pair's mixture components in units of the noise
+    (z = x/σ), with s the adjacency's sensitivity (`kinds.Adjacency`: 1 for "zero-out", 2 for
+    "replace") and σ the noise multiplier [Hush §4; module docstring]. Every divergence and PLD
+    of the pair depends on σ only through a. Raises ValueError for an unknown adjacency or a σ
+    that is not a positive finite number."""
+    s = Adjacency.parse(adjacency).sensitivity
     if not (sigma > 0 and math.isfinite(sigma)):
         raise ValueError(f"noise multiplier σ must be a positive number, not {sigma!r}")
-    return ADJACENCIES[adjacency] / sigma
+    return s / sigma
 
 
 def kl_divergence(rhos, sigma: float, steps: int = 1, adjacency: str = "zero-out", *,
@@ -318,7 +316,7 @@ def kl_divergence(rhos, sigma: float, steps: int = 1, adjacency: str = "zero-out
     example) or "replace" (2). `direction`: "remove" = KL(P‖Q) (dp_accounting's remove
     direction), "add" = KL(Q‖P), "max" = the larger. T steps compose additively [Hush §4].
     Raises ValueError for ρ outside [0, 1], σ ≤ 0, steps < 0 or an unknown adjacency/direction."""
-    a = _a(sigma, adjacency)
+    a = pair_shift(sigma, adjacency)
     if steps < 0:
         raise ValueError("steps must be ≥ 0")
     d = step_divergences(mixture(rhos), a, alphas=()).kl
@@ -333,7 +331,7 @@ def renyi_divergence(rhos, sigma: float, alpha: float, steps: int = 1, adjacency
     """Rényi divergence of order α > 1 in nats of the dominating pair over `steps` steps;
     `direction` "remove" (P‖Q), "add" (Q‖P) or "max" (default). Same arguments and errors as
     `kl_divergence`; raises ValueError for α ≤ 1."""
-    a = _a(sigma, adjacency)
+    a = pair_shift(sigma, adjacency)
     if not alpha > 1:
         raise ValueError("Rényi order α must be > 1")
     if steps < 0:

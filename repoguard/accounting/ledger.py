@@ -51,13 +51,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
 from repoguard.accounting import ledger_state as ls
+from repoguard.accounting.spending import Spent, SpendingEvent
 from repoguard.accounting.ledger_io import (  # noqa: F401  (re-exported: the ledger's public API)
     CLEAR_VERSION, GENESIS, LEDGER_VERSION, READABLE_VERSIONS, STATUSES, canonical, check_side_file,
     clear_caches, entry_hash, entry_run, entry_secrets, exclusive_lock, head_path, read_chain,
@@ -78,10 +78,6 @@ def plan_digest(plan) -> str:
     return h.hexdigest()
 
 
-def _finite(x: float) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: int, status: str,
                randomness: str | None = None, clear_example_ids: Sequence[str] = (),
                phases: dict | None = None, base_head: str | None = None) -> dict:
@@ -92,7 +88,7 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     `clear_example_ids` (when non-empty) are the ids of the examples a public phase of this run
     trained on without noise [Shi et al. 2022 §3]: stored in a content-addressed side file
     (`clear_ids.py`) whose digest the entry carries, so a later analysis that ties one of them to
-    a secret reports that secret as exposed (`exposures.py`). Raises InputError for bad arguments
+    a secret reports that secret as exposed (`clear_exposures.py`). Raises InputError for bad arguments
     (including a clear id that is not a training example of `plan`, or a held-out one) and
     `phases` (when given): a two-phase run's phase-1 record and undetected-secret floor
     (`training.phases`), stored as given. A plan with an undetected-secret floor
@@ -107,25 +103,9 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
     if not 0 <= steps_completed <= plan.steps:
         raise InputError(f"ledger: steps_completed {steps_completed} outside 0..{plan.steps}")
     path = Path(ledger_path)
-    frac = steps_completed / plan.steps
-    secrets = {}
-    for s in plan.secrets:
-        pair = dict(getattr(s, "pair", None) or {}) or None
-        if pair is not None:
-            pair["steps"] = int(steps_completed)
-        secrets[s.id] = {"kl": s.kl_spent * frac,
-                         "renyi": {a: v * frac for a, v in s.renyi_spent.items() if _finite(v)},
-                         "pair": pair if steps_completed > 0 else None}
+    secrets = {e.secret: e.record() for e in run_events(plan, steps_completed, phase=2 if phases else None)}
     floor = (getattr(plan, "extra", None) or {}).get("undetected_floor") or {}
     acct = floor.get("account")
-    if acct and acct.get("id"):
-        # the undetected-secret floor's own account (`undetected.py`): composes across runs like a secret
-        pair = dict(acct.get("pair") or {}) or None
-        if pair is not None:
-            pair["steps"] = int(steps_completed)
-        secrets[acct["id"]] = {"kl": float(acct.get("kl") or 0.0) * frac,
-                               "renyi": {a: v * frac for a, v in (acct.get("renyi") or {}).items() if _finite(v)},
-                               "pair": pair if steps_completed > 0 else None}
     fields = {"run_id": str(run_id), "plan_digest": plan_digest(plan), "sigma": plan.sigma,
               "batch_size": plan.batch_size, "steps": plan.steps, "steps_completed": int(steps_completed),
               "status": status, "accountant": plan.accountant, "adjacency": plan.adjacency}
@@ -142,6 +122,25 @@ def record_run(ledger_path: str | Path, plan, *, run_id: str, steps_completed: i
 
         check_plan_ids(plan, clear_example_ids)
     return append_entry(path, fields, secrets, clear_example_ids=clear_example_ids, base_head=base_head)
+
+
+def run_events(plan, steps_completed: int, *, phase: int | None = None) -> list[SpendingEvent]:
+    """What a run of `plan` that completed `steps_completed` of its T steps spent: one
+    `spending.SpendingEvent` per secret of the plan and, when the plan has an undetected-secret
+    floor with an account (`plan.extra["undetected_floor"]["account"]`, `undetected.py`), one for
+    that account (it composes across runs like a secret). Divergences scale with the steps
+    completed; the pairs carry them (`SpendingEvent.scaled`)."""
+    t = int(steps_completed)
+    events = [SpendingEvent.scaled(s.id, kl=s.kl_spent, renyi=s.renyi_spent, pair=getattr(s, "pair", None),
+                                   sigma=plan.sigma, steps=t, planned_steps=plan.steps, phase=phase)
+              for s in plan.secrets]
+    floor = (getattr(plan, "extra", None) or {}).get("undetected_floor") or {}
+    acct = floor.get("account")
+    if acct and acct.get("id"):
+        events.append(SpendingEvent.scaled(acct["id"], kl=float(acct.get("kl") or 0.0), renyi=acct.get("renyi") or {},
+                                           pair=acct.get("pair"), sigma=plan.sigma, steps=t,
+                                           planned_steps=plan.steps, phase=phase))
+    return events
 
 
 def append_entry(ledger_path: str | Path, fields: dict, secrets, *,
@@ -345,3 +344,37 @@ def raw_state(entries: list[dict], skip_run: str | None = None, *, path: str | P
             raise ValueError("format-2 ledger entries need the ledger path to read their spending files")
         st.add(entry_run(path, e) if path is not None else ls.Run.from_dict(e.get("secrets", {})), merge=False)
     return st
+
+
+def read_spent(ledger_path: str | Path, *, floor_account: str | None = None) -> Spent:
+    """What earlier runs spent, as `build_plan` takes it (`spending.Spent`), read once under the
+    ledger's shared lock (an append cannot land in between): the spending of every run id's last
+    entry (`spending`) and, with `floor_account`, the runs that recorded nothing on it
+    (`runs_without`). A missing ledger is empty. Raises PolicyError when the ledger fails
+    verification."""
+    path = Path(ledger_path)
+    if not path.exists():
+        return Spent()
+    with shared_lock(path):
+        spent, pairs = spending(path)
+        legacy = tuple(runs_without(path, floor_account)) if floor_account is not None else ()
+    return Spent(spent, pairs, legacy)
+
+
+def runs_without(ledger_path: str | Path, account: str) -> list[tuple[float, int]]:
+    """(σ, steps completed) of every run whose last entry spent (steps completed > 0) without a
+    record on `account` (recorded before the floor had an account, or for another k). An empty or
+    missing ledger gives []."""
+    if ledger_path is None or not Path(ledger_path).exists():
+        return []
+    last: dict[str, dict] = {}
+    for e in read_entries(ledger_path):
+        last[e["run_id"]] = e
+    out = []
+    for e in last.values():
+        if int(e.get("steps_completed") or 0) <= 0:
+            continue
+        if (e.get("floor") or {}).get("account") == account:
+            continue
+        out.append((float(e["sigma"]), int(e["steps_completed"])))
+    return out

@@ -73,6 +73,7 @@ class Parts:
 
     @staticmethod
     def empty() -> "Parts":
+        """No parts (off = [0])."""
         z = np.zeros(0, np.int64)
         return Parts(z, np.zeros(0), z, z, np.zeros(1, np.int64), z, np.zeros(0))
 
@@ -80,6 +81,7 @@ class Parts:
         return int(self.sec.size)
 
     def lengths(self) -> np.ndarray:
+        """int64 (n_parts,): each part's number of mixture support points."""
         return np.diff(self.off)
 
     def take(self, idx) -> "Parts":
@@ -93,6 +95,7 @@ class Parts:
 
     @staticmethod
     def concat(ps: list["Parts"]) -> "Parts":
+        """The parts of `ps` one after another (offsets rebased; empty inputs skipped)."""
         ps = [p for p in ps if len(p)]
         if not ps:
             return Parts.empty()

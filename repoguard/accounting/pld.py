@@ -27,8 +27,10 @@ Computation, each step an upper bound:
    generating function and added to δ, and a worst-case FFT round-off term is added too.
 Both directions, (P‖Q) and (Q‖P), are computed and the larger bound is used.
 
-Divergences add across training runs but a PLD does not summarise a run for later composition,
-so this bound is used only for a secret's first spending (callers check the ledger).
+Across training runs, each run's pair is kept in the ledger (`pair_record`: the mixture, a and
+the steps completed) and `pld_bound(..., history=...)` convolves the earlier runs' PLDs with this
+run's, so a secret with earlier spending gets the composed Neyman–Pearson bound too; a run whose
+pair the ledger does not know (None) falls back to the divergences, which add across runs.
 """
 from __future__ import annotations
 

@@ -34,9 +34,11 @@ class CanaryFormat:
 
     @property
     def space_size(self) -> float:
+        """|R| = |alphabet|^length, the number of possible secrets (a float: it may exceed 2^63)."""
         return float(len(self.alphabet)) ** self.length
 
     def render(self, secret: str) -> str:
+        """The canary line s[r] for secret r: `name = "r"`."""
         return f'{self.name} = "{secret}"'
 
     def draw(self, rng: np.random.Generator, n: int) -> list[str]:
@@ -46,6 +48,7 @@ class CanaryFormat:
         return ["".join(row) for row in sym[idx]]
 
     def describe(self) -> str:
+        """The format with a placeholder for the secret (reports; never a drawn secret)."""
         return self.render(f"<{self.length} random symbols of {self.alphabet}>")
 
 
@@ -98,7 +101,7 @@ def run_canary_audit(*, out: Path, root: Path, cfg, secret_id: str, n_insert: in
     pair `(doc, runs.AuditRuns)` so the same models can be measured further). Raises InputError for a
     missing plan/corpus/incidence, an unknown secret, too few sampled examples, N < 10^2."""
     from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
-    from repoguard.audit.exposure import estimate_exposure, exposure_at_level, exposure_tail_bound
+    from repoguard.audit.canary_exposure import estimate_exposure, exposure_at_level, exposure_tail_bound
     from repoguard.audit.runs import public_texts, train_pair
     from repoguard.audit.scoring import log_perplexity
     from repoguard.source.corpus import load_corpus

@@ -40,6 +40,7 @@ class Sampler:
 
     @property
     def name(self) -> str:
+        """A label for reports: the non-default settings ("temperature 0.8, top-40"), else "plain"."""
         parts = []
         if self.temperature != 1.0:
             parts.append(f"temperature {self.temperature:g}")

@@ -9,7 +9,7 @@ Runs with the same base model, LoRA initialisation, B, T, learning rate and seed
 - `hush`             the plan as `repoguard plan` built it (single phase): the canary's examples
                      are sampled at the untied examples' ρ_u under the plan's σ ≥ σ_floor;
 - `no-dp`            the plan's ρ, no clipping and no noise (`repoguard train --no-dp`);
-- `drop`             examples tied to a secret removed, no noise (`evaluation.compare.arm_plan`):
+- `drop`             examples tied to a secret removed, no noise (`planning.baselines.drop_plan`):
                      the canary sits in untied examples, so `drop` trains on it in the clear;
 - `two-phase-noised` phase 1 with the σ₁ the plan reserved (`plan.extra["undetected_floor"]
                      ["phase1"]`, `training.phases`), then the plan — a default only when the plan
@@ -75,14 +75,10 @@ def predicted_exposure(parts, adjacency: str, *, level: float = LEVEL, max_expos
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if _clear(parts) or _tail(parts, max_exposure, adjacency) > level:
         return None
-    lo, hi = 0.0, float(max_exposure)
-    while hi - lo > 1e-3:
-        mid = 0.5 * (lo + hi)
-        if _tail(parts, mid, adjacency) <= level:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    from repoguard.accounting.search import narrow
+
+    return narrow(lambda e: _tail(parts, e, adjacency) <= level, 0.0, float(max_exposure), log_scale=False,
+                  abs_tol=1e-3)[1]
 
 
 def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_references: int = 10_000,
@@ -100,12 +96,12 @@ def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_
     artefacts, `n_insert` outside 1..n_public, N < 100, steps outside 1..T, `check_runs`)."""
     from repoguard.core.artefacts import FORMAT_VERSION, atomic_write_json
     from repoguard.audit.canaries import CanaryFormat, insert_canary
-    from repoguard.audit.exposure import estimate_exposure
+    from repoguard.audit.canary_exposure import estimate_exposure
     from repoguard.audit.runs import public_texts
     from repoguard.audit.scoring import log_perplexity
     from repoguard.source.corpus import load_corpus
-    from repoguard.evaluation.compare import arm_plan
     from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.baselines import drop_plan
     from repoguard.planning.plan import load_plan
     from repoguard.training.base_model import embedded_base
     from repoguard.training.data import default_redactor, example_texts, tokenize
@@ -160,7 +156,7 @@ def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_
         run_dir = log_dir / label
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True, exist_ok=True)
-        run_plan, private = arm_plan(label, plan, inc) if label == "drop" else (plan, label != "no-dp")
+        run_plan, private = (drop_plan(plan, inc), False) if label == "drop" else (plan, label != "no-dp")
         settings = TrainSettings(lr=cfg.learning_rate, micro_batch_size=cfg.micro_batch_size, steps=total,
                                  checkpoint_every=total + t1, private=private, seed=seed,
                                  insecure_reproducible=True)      # an instrument, never released

@@ -13,7 +13,6 @@ Their `train_log.jsonl` files go to `OUT/audit/<name>/<label>/` for the report's
 from __future__ import annotations
 
 import copy
-import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +91,3 @@ def train_pair(*, plan, texts: Sequence[str], public: Sequence[str], cfg, log_di
         models[label] = model.eval()
     return AuditRuns(tokenizer=tok, models=models, seqs=seqs, reports=reports)
 
-
-def audit_config(cfg, **overrides):
-    """`[training]` with the audit's overrides (None = keep)."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    return dataclasses.replace(cfg, **given)

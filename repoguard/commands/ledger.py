@@ -1,5 +1,5 @@
 """`repoguard ledger show|verify`: the hash-chained record of what each secret has spent, and the
-secrets exposed by runs that trained in the clear (`accounting/exposures.py`)."""
+secrets exposed by runs that trained in the clear (`accounting/clear_exposures.py`)."""
 from __future__ import annotations
 
 NAME = "ledger"
@@ -32,7 +32,7 @@ def run(args) -> int:
     """Run `ledger verify` (returns 1 when the chain or a side file does not check, else 0) or
     `ledger show` (the runs and what each secret spent against its target; returns 0). Raises
     PolicyError (exit 1) from `show` when the chain is broken."""
-    from repoguard.accounting.exposures import ledger_exposures
+    from repoguard.accounting.clear_exposures import ledger_exposures
     from repoguard.accounting.ledger import read_entries, spent, verify
     from repoguard.commands._common import make_console, print_json, resolve_repo
 

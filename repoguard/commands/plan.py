@@ -40,7 +40,7 @@ def run(args) -> int:
 
 
 def _run(args, config, out) -> int:
-    from repoguard.accounting.ledger import spending, verify
+    from repoguard.accounting.ledger import verify
     from repoguard.commands._common import print_json
     from repoguard.core.errors import InputError, PolicyError
     from repoguard.analyzers.incidence import load_incidence
@@ -80,25 +80,25 @@ def _run(args, config, out) -> int:
     if not check["ok"]:
         raise PolicyError(f"{out / 'ledger.jsonl'}: ledger fails verification ({check['problems'][0]}); "
                           "refusing to plan against it (`repoguard ledger verify` lists every problem)")
-    ledger, pairs = spending(out / "ledger.jsonl")
-    from repoguard.accounting.exposures import mark_plan, plan_exposures
+    from repoguard.planning import undetected
+
+    target = undetected.resolve(config, args.undetected)
+    spent = undetected.spent_for(out / "ledger.jsonl", target)
+    from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
 
     exposures, clear_runs = plan_exposures(out / "ledger.jsonl", inc, config.ledger.acknowledged_exposures,
                                            config_path=config.path)
     # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
     head = check.get("last_hash") or "0" * 64
-    from repoguard.planning import undetected
-
-    floor = undetected.plan_kwargs(undetected.resolve(config, args.undetected), out / "ledger.jsonl",
-                                   training=config.training, batch_size=batch, steps=steps)
+    floor = undetected.plan_kwargs(target, training=config.training, batch_size=batch, steps=steps)
     progress = None if (args.quiet or args.json) else CalibrationProgress()
     try:
         from repoguard.planning.value import plan_values
 
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c, **plan_values(out, inc, pc.objective),
                           cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
-                          adjacency=args.adjacency or pc.adjacency, ledger_spent=ledger,
-                          ledger_pairs=pairs, progress=progress, holdout=split, **floor)
+                          adjacency=args.adjacency or pc.adjacency, spent=spent,
+                          progress=progress, holdout=split, **floor)
     finally:
         if progress is not None:
             progress.close()
@@ -157,7 +157,7 @@ def _print(plan, summary) -> None:
     for line in secret_lines(summary.get("least_retained")):
         con.print(line, markup=False, style="bold red" if "not trained on" in line else None)
     _print_directories(con, summary.get("retention"))
-    from repoguard.accounting.exposures import print_lines
+    from repoguard.accounting.clear_exposures import print_lines
 
     for line in print_lines(summary.get("exposures") or []):
         con.print(line, markup=False)

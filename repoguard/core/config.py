@@ -228,7 +228,7 @@ class TrainingConfig:
 @dataclass(frozen=True)
 class LedgerConfig:
     """`[ledger]`. `acknowledged_exposures`: secrets whose exposure by an earlier run's public
-    (clear) phase the user accepts (`accounting/exposures.py`): "SECRET" for every run, or
+    (clear) phase the user accepts (`accounting/clear_exposures.py`): "SECRET" for every run, or
     "SECRET@RUN" for one run. Until then `plan` and `run` refuse to plan for them."""
 
     acknowledged_exposures: tuple[str, ...] = ()

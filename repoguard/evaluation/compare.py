@@ -384,12 +384,12 @@ def repeat_summary(runs: list[dict]) -> dict:
 def _run_floor(plan, ctx: _Ctx, und) -> dict:
     """{str(k): bound} this run alone gives a secret in k untied examples (k = 1, 10 and the
     floor's k), at the plan's ρ_u, σ and T: the `undetected_floor` column of earlier compares."""
-    from repoguard.planning.plan import undetected_floor
+    from repoguard.planning.undetected import run_floor_bounds
 
     rec = plan.extra.get("undetected_floor") or {}
     if isinstance(rec.get("bounds"), dict):
         return rec["bounds"]
-    return undetected_floor(ctx.incidence.matrix, plan.rho, plan.sigma, plan.steps, und.p, und.r,
+    return run_floor_bounds(ctx.incidence.matrix, plan.rho, plan.sigma, plan.steps, und.p, und.r,
                             adjacency=plan.adjacency, test=plan.test_mask, ks=sorted({1, 10, und.k}))["bounds"]
 
 

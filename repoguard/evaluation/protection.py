@@ -60,6 +60,13 @@ class LedgerSnapshot:
     head: str = "0" * 64
     runs: int = 0
 
+    def as_spent(self, legacy: bool = True):
+        """The snapshot as `build_plan`'s `spent` (`accounting.spending.Spent`); `legacy` False
+        leaves out the floor's legacy runs."""
+        from repoguard.accounting.spending import Spent
+
+        return Spent(self.spent, self.pairs, tuple(self.legacy) if legacy else ())
+
     def record(self) -> dict:
         """JSON summary: {"head", "runs", "secrets_spent" (how many secrets have spent something),
         "floor_accounts" (the floor accounts with spending, e.g. "@undetected:k=1"),
@@ -196,7 +203,8 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
 
     Raises InputError for an unknown arm or too few training examples for B, PolicyError when
     the ledger's spending leaves no σ ≤ 1e6 meeting the targets or the floor."""
-    from repoguard.planning.plan import Plan, build_plan
+    from repoguard.planning.baselines import clear_plan
+    from repoguard.planning.plan import build_plan
     from repoguard.planning.undetected import as_undetected, untied_rho
 
     und = as_undetected(floor) if floor is not None else base_floor(base_plan)
@@ -205,7 +213,7 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
     train = ~test
     common = dict(batch_size=base_plan.batch_size, steps=base_plan.steps, clip_norm=base_plan.clip_norm)
     c = base_plan.c if (base_plan.extra.get("c_rule") or "given") == "given" else 0.0
-    ledger = dict(ledger_spent=snap.spent, ledger_pairs=snap.pairs, floor_legacy=snap.legacy)
+    ledger = dict(spent=snap.as_spent())
     tied = np.asarray(incidence.matrix.getnnz(axis=1) > 0)
     p1 = None
     if name in ("hush", "hush-kl", "hush-gdp", "two-phase", "two-phase-noised"):
@@ -232,19 +240,18 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
         return ArmPlan(name, plan, True, True, fl, p1)
     if name in ("uniform", "drop-dp", "no-dp", "drop"):
         keep = train & ~tied if name in ("drop", "drop-dp") else train
+        if name in ("no-dp", "drop"):
+            plan = clear_plan(base_plan, keep, name=name)
+            rho_u = untied_rho(incidence.matrix, plan.rho, test)
+            fl = floor_entry(und, rho_u=rho_u, sigma=0.0, sigma_floor=None, bound=1.0 if rho_u > 0 else und.p,
+                             source="clear")
+            return ArmPlan(name, plan, False, False, fl)
         n = int(keep.sum())
         if n < base_plan.batch_size:
             raise InputError(f"compare: arm {name} has {n} training examples, fewer than B = {base_plan.batch_size:g}")
         w = keep.astype(float)
         rho = base_plan.batch_size * w / n
         rho_u = untied_rho(incidence.matrix, rho, test)
-        if name in ("no-dp", "drop"):
-            plan = Plan(sigma=1.0, c=base_plan.c, cap="none", accountant=base_plan.accountant,
-                        adjacency=base_plan.adjacency, example_ids=list(base_plan.example_ids), w=w, rho=rho,
-                        test=test, extra={}, **common)
-            fl = floor_entry(und, rho_u=rho_u, sigma=0.0, sigma_floor=None, bound=1.0 if rho_u > 0 else und.p,
-                             source="clear")
-            return ArmPlan(name, plan, False, False, fl)
         # drop-dp is σ_floor by definition: with the floor off it still uses the floor's (k, p, r)
         enforce = und.enabled or name == "drop-dp"
         plan, fl = _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, common)
@@ -267,7 +274,6 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.accounting.calibrate import Infeasible, calibrate
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
-    from repoguard.accounting.calibrate import spent_arrays, spent_histories
     from repoguard.planning.plan import Plan, SecretPlan
     from repoguard.planning.undetected import FloorAccount
 
@@ -277,15 +283,14 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(len(secrets))]
     p = np.array([s.p for s in secrets], float)
     r = np.array([s.r for s in secrets], float)
-    skl, sre = spent_arrays(secrets, snap.spent, alphas)
-    hist = list(spent_histories(secrets, snap.spent, snap.pairs))
+    prior = snap.as_spent().arrays(secrets, alphas)
     rhos = [rho[ix] for ix in cols]
     steps, method, adjacency = base_plan.steps, base_plan.accountant, base_plan.adjacency
     floor_in = enforce and rho_u > 0
     reserved = None
     if floor_in:
         acct = FloorAccount(dataclasses.replace(und, enabled=True), und.r, steps, method=method, adjacency=adjacency,
-                            alphas=alphas, ledger_spent=snap.spent, ledger_pairs=snap.pairs, legacy=snap.legacy)
+                            alphas=alphas, spent=snap.as_spent())
         if phase1 is not None:
             test = base_plan.test_mask
             n_pub = int(np.sum(np.asarray(incidence.matrix.getnnz(axis=1) == 0) & ~test))
@@ -293,11 +298,9 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
                 reserved = acct.reserve_phase1(min(1.0, float(phase1[0]) / n_pub), int(phase1[1]))
         rhos.append(np.full(und.k, rho_u))
         p, r = np.append(p, und.p), np.append(r, und.r)
-        skl, sre = np.append(skl, acct.skl), np.vstack([sre, acct.sre])
-        hist.append(acct.history)
+        prior = prior.plus(acct.spent_arrays())
     try:
-        cal = calibrate(rhos, p, r, steps, method=method, adjacency=adjacency, alphas=alphas, spent_kl=skl,
-                        spent_renyi=sre, spent_pairs=hist)
+        cal = calibrate(rhos, p, r, steps, method=method, adjacency=adjacency, alphas=alphas, spent=prior)
     except Infeasible as exc:
         who = ["the undetected floor" if j == len(secrets) else secrets[j].id for j in exc.secrets[:5]]
         raise PolicyError(f"compare: arm {name}: no noise level (σ ≤ 1e6) meets the targets of "

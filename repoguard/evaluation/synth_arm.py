@@ -78,9 +78,8 @@ def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
     gen = LocalLM(ctx.base, ctx.tok, max_new_tokens=opts.max_new_tokens)
     emb = MeanPooled(ctx.base, ctx.tok, max_length=cfg.max_length)
     rel = release_for(ctx.incidence, bp.test_mask, ctx.corpus, ctx.redactor, opts=opts, accountant=bp.accountant,
-                      adjacency=bp.adjacency, c=0.0, ledger_spent=ctx.snap.spent, ledger_pairs=ctx.snap.pairs,
-                      generator=gen, embedder=emb, floor=und,
-                      floor_legacy=tuple(ctx.snap.legacy) if und.enabled else ())
+                      adjacency=bp.adjacency, c=0.0, spent=ctx.snap.as_spent(legacy=und.enabled),
+                      generator=gen, embedder=emb, floor=und)
     res = run_rounds(rel.stats, gen, emb, n=opts.n, variations=opts.variations, seed=seed, initial=rel.initial,
                      initial_embeddings=rel.initial_emb)
     rounds_s = [t["total_s"] for t in res.timings]

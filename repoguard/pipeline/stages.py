@@ -160,17 +160,16 @@ def _floor_summary(rec: dict | None) -> dict | None:
     return {k: rec.get(k) for k in ("k", "p", "r", "enabled", "achieved_bound", "sigma_floor", "meets_r", "binds")}
 
 
-def _floor_kwargs(ctx, params: dict, before: dict, frac: float, pairs: dict) -> dict:
+def _floor_kwargs(ctx, params: dict, target, spent, frac: float) -> dict:
     """`build_plan`'s undetected-floor arguments for this run: `--undetected` or `[defaults]`, its
     run target under the budget fraction (the floor's ledger account follows `run_targets` like a
     secret), and phase 1's reservation when `[training]` runs a noised phase 1."""
     from repoguard.planning import undetected
     from repoguard.analyzers.incidence import Secret
 
-    target = undetected.resolve(ctx.config, ctx.settings.undetected)
     acct = Secret(target.account, "undetected", target.p, target.r)
-    r_run = run_targets([acct], before, frac, pairs)[0].r if target.enabled else None
-    return undetected.plan_kwargs(target, ctx.ledger, training=_train_cfg(ctx), batch_size=params["batch_size"],
+    r_run = run_targets([acct], spent.divergences, frac, spent.pairs)[0].r if target.enabled else None
+    return undetected.plan_kwargs(target, training=_train_cfg(ctx), batch_size=params["batch_size"],
                                   steps=params["steps"], r_run=r_run)
 
 
@@ -212,7 +211,7 @@ class plan:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.accounting.ledger import spending, verify
+        from repoguard.accounting.ledger import verify
         from repoguard.planning.summary import CalibrationProgress, plan_summary
         from repoguard.analyzers.incidence import load_incidence
         from repoguard.planning.plan import build_plan, save_plan
@@ -233,8 +232,11 @@ class plan:
 
         check_published(ctx.out, ctx.ledger)         # a deleted ledger never resets the budget
         head = verify(ctx.ledger).get("last_hash") or "0" * 64
-        before, pairs = spending(ctx.ledger)
-        from repoguard.accounting.exposures import mark_plan, plan_exposures
+        from repoguard.planning import undetected
+
+        target = undetected.resolve(ctx.config, ctx.settings.undetected)
+        spent = undetected.spent_for(ctx.ledger, target)
+        from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
 
         exposures, clear_runs = plan_exposures(ctx.ledger, inc, ctx.config.ledger.acknowledged_exposures,
                                                config_path=ctx.config_path)
@@ -242,14 +244,14 @@ class plan:
         if not 0 < frac <= 1:
             raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
         true_r = {x.id: x.r for x in inc.secrets}
-        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, before, frac, pairs))
-        floor = _floor_kwargs(ctx, params, before, frac, pairs)
+        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, spent.divergences, frac, spent.pairs))
+        floor = _floor_kwargs(ctx, params, target, spent, frac)
         prog = CalibrationProgress() if ctx.settings.show_progress else None
         from repoguard.source.split import split_from_config
         try:
             from repoguard.planning.value import plan_values
 
-            p = build_plan(inc, ledger_spent=before, ledger_pairs=pairs, progress=prog,
+            p = build_plan(inc, spent=spent, progress=prog,
                            **plan_values(ctx.out, inc, ctx.config.plan.objective),
                            holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
         finally:

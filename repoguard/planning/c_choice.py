@@ -92,13 +92,10 @@ def raise_c(chosen: float, rows, results: dict, run, row_sigma, log: list, *, it
             lo *= 2
         if hi is None:
             return lo
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        if attempt(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    from repoguard.accounting.search import narrow
+
+    # the largest kept c: bisect on "not kept" and keep the bracket's low end
+    return narrow(lambda x: not attempt(x), lo, hi, iters=iters)[0]
 
 
 def bought(incidence, test, results: dict, chosen: float, c_without, refine: list) -> dict:

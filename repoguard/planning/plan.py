@@ -7,7 +7,7 @@ On disk (`OUT/plan/`, format version 1):
                 hand-edited σ or ρ is refused, issue 32 I); extra["inputs"]: the digests of the
                 corpus and incidence it was built from (and of the config, `provenance.py`)
     plan.npz    example_ids (str), w (float64), rho (float64), test (bool: held-out examples,
-                `evaluation/split.py`; absent in older plans = none), aligned with the incidence rows
+                `source/split.py`; absent in older plans = none), aligned with the incidence rows
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class SecretPlan:
     `renyi_spent` ({α: nats}) are this run's divergences, T steps composed; `pair` this run's
     dominating pair for the ledger (`pld.pair_record`; None when no example of the secret can be
     sampled); `n_examples` = |E_j|, `sum_w` = Σ_{i∈E_j} w_i. A secret exposed by an earlier
-    run's public phase (`accounting/exposures.py`) has `achieved_bound` 1 and `binding`
+    run's public phase (`accounting/clear_exposures.py`) has `achieved_bound` 1 and `binding`
     "exposed"; `dp_bound` is then the bound the divergences alone would give (None otherwise)."""
 
     id: str
@@ -185,17 +185,17 @@ def load_plan(out_dir: str | Path) -> Plan:
 # -- building a plan (Hush Alg. 2 lines 1–5) ------------------------------------------------------
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
-               ledger_spent: dict | None = None, ledger_pairs: dict | None = None, sweep=None,
-               progress=None, holdout=None, floor=None, floor_r_run: float | None = None,
-               floor_legacy: tuple = (), phase1: tuple[float, int] | None = None,
+               spent=None, sweep=None, progress=None, holdout=None, floor=None,
+               floor_r_run: float | None = None, phase1: tuple[float, int] | None = None,
                value: np.ndarray | None = None, objective: str = "examples") -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
     w from the LP of Hush eq. 1 with scale `c` (c = 0: sweep `sweep`, default 2^-6…2^4, and pick
     by `weighting.pick_c`); ρ = B·w/Σw [Hush Alg. 2]; σ the smallest noise multiplier keeping
-    every secret's *cumulative* bound (`ledger_spent` from `accounting.ledger.spent`, plus this
-    run) ≤ r_j; `ledger_pairs` (from `accounting.ledger.spent_pairs`) lets the Neyman–Pearson
-    bound compose earlier runs too. Also computes the σ the paper's KL accountant would need.
+    every secret's *cumulative* bound (what earlier runs spent, `spent`: an
+    `accounting.spending.Spent` from `ledger.read_spent`, None = nothing; plus this run) ≤ r_j;
+    its pairs let the Neyman–Pearson bound compose earlier runs too. Also computes the σ the
+    paper's KL accountant would need.
 
     `Plan.extra` keys: "lp" (solver, iterations, gap, objective, seconds, sizes), "calibration"
     (groups, evaluations, bisections), "alphas" (Rényi orders; `SecretPlan.renyi_spent` keys are
@@ -212,7 +212,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     The undetected-secret floor (`floor`: a `config.Undetected`, or a legacy (p, r) = k 1): when
     enabled, σ ≥ σ_floor, the smallest σ giving k untied examples (ρ_u = B/Σw each) a cumulative
     bound ≤ `floor_r_run` (default floor.r) at floor.p after the ledger's spending on the floor's
-    account (`floor_legacy`: (σ, steps) of earlier runs that recorded none, counted at ρ = 1) and a
+    account (`spent.legacy`: (σ, steps) of earlier runs that recorded none, counted at ρ = 1) and a
     noised phase 1 (`phase1` = (B₁, T₁): σ₁ is reserved here, `undetected.FloorAccount`); the
     floor joins the certified calibration as one more secret. With c swept, c maximises Σw/σ
     with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
@@ -225,7 +225,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     whose earlier spending makes their target unreachable."""
     import time
 
-    from repoguard.accounting.calibrate import Infeasible, calibrate, passes_at, spent_arrays, spent_histories
+    from repoguard.accounting.calibrate import Infeasible, calibrate, passes_at
+    from repoguard.accounting.spending import Spent
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.core.errors import PolicyError
     from repoguard.planning.weighting import SWEEP, SweepRow, pick_c, secret_caps, solve_weights
@@ -241,8 +242,9 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     r = np.array([s.r for s in secrets], dtype=float)
     caps = secret_caps(p, r, cap)
     alphas = tuple(DEFAULT_ALPHAS)
-    skl, sre = spent_arrays(secrets, ledger_spent or {}, alphas)
-    hist = spent_histories(secrets, ledger_spent or {}, ledger_pairs or {})
+    spent = spent if spent is not None else Spent()
+    prior = spent.arrays(secrets, alphas)
+    skl = prior.kl
     csc = incidence.matrix.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(n_sec)]
     if adjacency == "replace":
@@ -258,8 +260,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     acct = None
     if und is not None:
         acct = FloorAccount(und, floor_r_run if floor_r_run is not None else und.r, steps, method=accountant,
-                            adjacency=adjacency, alphas=alphas, ledger_spent=ledger_spent or {},
-                            ledger_pairs=ledger_pairs or {}, legacy=floor_legacy)
+                            adjacency=adjacency, alphas=alphas, spent=spent)
         if phase1 is not None and enforce:
             untied_train = np.asarray(incidence.matrix.getnnz(axis=1) == 0) & (~test if test is not None else True)
             n_pub = int(np.sum(untied_train))
@@ -278,13 +279,13 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     def secrets_cal(rho, method: str):
         try:
             return calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
-                             alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist, progress=progress)
+                             alphas=alphas, spent=prior, progress=progress)
         except Infeasible as exc:
             raise PolicyError(_refusal(exc.secrets, secrets, skl, r)) from None
 
     def secrets_pass(rho, sigma: float) -> bool:
         return passes_at([rho[ix] for ix in cols], p, r, steps, sigma, method=accountant, adjacency=adjacency,
-                         alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
+                         alphas=alphas, spent=prior)
 
     def run(cval: float, method: str | None, ceiling: float | None = None):
         """(lp, ρ, the secrets' calibration): None when some ρ > 1; a `Deferred` when the floor
@@ -355,8 +356,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
         try:
             cal = calibrate([rho[ix] for ix in cols] + [np.full(und.k, rho_u)], np.append(p, und.p),
                             np.append(r, acct.r_run), steps, method=accountant, adjacency=adjacency, alphas=alphas,
-                            spent_kl=np.append(skl, acct.skl), spent_renyi=np.vstack([sre, acct.sre]),
-                            spent_pairs=list(hist) + [acct.history], progress=progress)
+                            spent=prior.plus(acct.spent_arrays()), progress=progress)
         except Infeasible as exc:
             if n_sec in exc.secrets:
                 from repoguard.planning.undetected import infeasible_message
@@ -378,7 +378,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                                 pair=records[id(mix)]))
     extra = {"lp": lp.stats(), "calibration": cal.stats, "alphas": list(alphas),
              "sweep": [dict(vars(row)) for row in rows], "c_rule": "maximise sum_w / sigma" if rows else "given",
-             "ledger_secrets": sorted(k for k in (ledger_spent or {}) if k in {s.id for s in secrets}),
+             "ledger_secrets": sorted(k for k in spent.divergences if k in {s.id for s in secrets}),
              "objective": objective if value is not None else "examples"}
     if holdout is not None:
         extra["holdout"] = holdout.record()
@@ -387,7 +387,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     if accountant != "kl":
         try:
             kl_sigma = calibrate([rho[ix] for ix in cols], p, r, steps, method="kl", adjacency=adjacency,
-                                 alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma
+                                 alphas=alphas, spent=prior).sigma
         except Infeasible:
             kl_sigma = float("inf")
         if enforce and math.isfinite(kl_sigma):
@@ -397,8 +397,8 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     else:
         extra["sigma_paper_kl"], extra["sigma_ratio_kl_over_this"] = cal.sigma, 1.0
     extra["sigma_uniform"] = _sigma_uniform(cols, p, r, steps, n_ex=n_ex, test=test, batch_size=batch_size,
-                                            method=accountant, adjacency=adjacency, alphas=alphas, skl=skl,
-                                            sre=sre, hist=hist, floor=acct if enforce else None)
+                                            method=accountant, adjacency=adjacency, alphas=alphas, prior=prior,
+                                            floor=acct if enforce else None)
     extra["noise_reduction"] = extra["sigma_uniform"] / cal.sigma if math.isfinite(extra["sigma_uniform"]) else None
     if und is not None:
         sf = acct.sigma(rho_u) if enforce else 0.0
@@ -417,30 +417,11 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
                 test=test, value=None if value is None else np.asarray(value, dtype=float))
 
 
-def undetected_floor(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
-                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
-    """The bound this run gives a secret nobody declared or detected, living in k examples tied to
-    nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
-    examples are sampled with the untied examples' ρ (the largest, when they differ), under the
-    same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at prior p.
-
-    Returns {"p", "r", "rho", "bounds": {k: bound}, "meets_r": {k: bool}}; bounds are for this run
-    alone (an undetected secret has no ledger account)."""
-    from repoguard.accounting.bounds import reconstruction_bound
-
-    untied = np.asarray(matrix.getnnz(axis=1) == 0)
-    if test is not None:
-        untied &= ~test
-    rho_u = float(rho[untied].max()) if untied.any() else 0.0
-    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
-                       if rho_u > 0 else p) for k in ks}
-    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
-
-
-def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, skl, sre, hist,
+def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacency, alphas, prior,
                    floor=None) -> float:
     """σ of standard DP-SGD for the same targets, B and T: every training example w = 1,
-    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant;
+    ρ = B/n_train (the Hush paper's baseline, Hush §5.1), calibrated by the same accountant
+    against the same earlier spending `prior` (`spending.SpentArrays`);
     with `floor` (an `undetected.FloorAccount`) at least σ_floor at ρ = B/n_train.
     +inf when B > n_train or no σ ≤ 1e6 meets the targets."""
     from repoguard.accounting.calibrate import Infeasible, calibrate
@@ -452,7 +433,7 @@ def _sigma_uniform(cols, p, r, steps, *, n_ex, test, batch_size, method, adjacen
     rho = np.where(train, batch_size / n_train, 0.0)
     try:
         sig = float(calibrate([rho[ix] for ix in cols], p, r, steps, method=method, adjacency=adjacency,
-                              alphas=alphas, spent_kl=skl, spent_renyi=sre, spent_pairs=hist).sigma)
+                              alphas=alphas, spent=prior).sigma)
     except Infeasible:
         return float("inf")
     return max(sig, floor.sigma(batch_size / n_train, strict=False)) if floor is not None else sig

@@ -44,13 +44,32 @@ def untied_rho(matrix, rho: np.ndarray, test=None) -> float:
     return float(rho[untied].max()) if untied.any() else 0.0
 
 
+def run_floor_bounds(matrix, rho: np.ndarray, sigma: float, steps: int, p: float, r: float, *,
+                     adjacency: str = "zero-out", test=None, ks=(1, 10)) -> dict:
+    """The bound this run *alone* gives a secret nobody declared or detected, living in k examples
+    tied to nothing (the Hush form of *Just Fine-tune Twice* §3.1's missed-secret protection): its
+    examples are sampled with the untied examples' ρ_u (`untied_rho`: the largest, when they
+    differ), under the same σ and T; bound by `accounting.bounds.reconstruction_bound` ("best") at
+    prior p. Unlike the floor target (`FloorAccount`), no ledger spending is counted.
+
+    `matrix` (n_examples × n_secrets), `rho` (n_examples,), `test` bool (n_examples,) or None,
+    `ks` the k to report. Returns {"p", "r", "rho", "bounds": {str(k): bound},
+    "meets_r": {str(k): bool}}."""
+    from repoguard.accounting.bounds import reconstruction_bound
+
+    rho_u = untied_rho(matrix, rho, test)
+    bounds = {str(k): (float(reconstruction_bound(np.full(k, rho_u), sigma, steps, p, "best", adjacency=adjacency))
+                       if rho_u > 0 else p) for k in ks}
+    return {"p": p, "r": r, "rho": rho_u, "bounds": bounds, "meets_r": {k: b <= r for k, b in bounds.items()}}
+
+
 def run_pair(k: int, rho: float, sigma: float, steps: int, adjacency: str, alphas) -> tuple:
     """(Mixture, a, steps, kl, renyi (n_alpha,)) of k examples at ρ each, T steps at σ: the pair a
     later run composes with [Hush §4], and its divergences (larger direction, T steps)."""
-    from repoguard.accounting.divergences import _a, mixture, step_divergences
+    from repoguard.accounting.divergences import mixture, pair_shift, step_divergences
 
     mix = mixture(np.full(int(k), float(rho)))
-    a = _a(float(sigma), adjacency)
+    a = pair_shift(float(sigma), adjacency)
     al = np.asarray(alphas, float)
     sd = step_divergences(mix, a, al)
     ren = np.array([steps * max(sd.renyi[float(x)]) for x in al])
@@ -62,20 +81,17 @@ class FloorAccount:
     σ_floor(ρ_u): the smallest σ meeting the floor's run target at ρ_u (`sigma`).
 
     `target` the configured floor; `r_run` this run's target (a scheduled run's budget fraction,
-    `pipeline_stages.run_targets`; = target.r otherwise)."""
+    `pipeline_stages.run_targets`; = target.r otherwise); `spent` (`accounting.spending.Spent`)
+    what earlier runs spent on the floor's account, and its `legacy` runs counted at ρ = 1."""
 
     def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
-                 ledger_spent: dict, ledger_pairs: dict, legacy: tuple = ()) -> None:
-        from repoguard.accounting.calibrate import spent_arrays, spent_histories
-
+                 spent) -> None:
         self.target, self.r_run, self.steps = target, float(r_run), int(steps)
         self.method, self.adjacency, self.alphas = method, adjacency, tuple(alphas)
-        acct = [SimpleNamespace(id=target.account)]
-        skl, sre = spent_arrays(acct, ledger_spent, self.alphas)
-        self.skl, self.sre = skl, sre
-        hist = spent_histories(acct, ledger_spent, ledger_pairs)[0]
-        self.history = hist
-        self.legacy = tuple(legacy)
+        prior = spent.arrays([SimpleNamespace(id=target.account)], self.alphas)
+        self.skl, self.sre = prior.kl, prior.renyi
+        self.history = prior.pairs[0]
+        self.legacy = tuple(spent.legacy)
         for sigma, t in self.legacy:                      # runs before the account: worst case ρ = 1
             self.add(1.0, sigma, t)
         self.phase1 = None
@@ -91,11 +107,11 @@ class FloorAccount:
             self.history = tuple(self.history) + ((mix, a, t),)
         return mix, a, t
 
-    def calibrate_args(self) -> dict:
-        """The floor account's earlier spending as `accounting.calibrate.calibrate` keywords:
-        `spent_kl` (1,) and `spent_renyi` (1, n_alpha) in nats, `spent_pairs` [the earlier runs as a
-        tuple of (Mixture, a, steps), or None when unknown]."""
-        return {"spent_kl": self.skl, "spent_renyi": self.sre, "spent_pairs": [self.history]}
+    def spent_arrays(self):
+        """What the floor's account has spent so far, as `calibrate`'s `spent` (one secret)."""
+        from repoguard.accounting.spending import SpentArrays
+
+        return SpentArrays(self.skl, self.sre, [self.history])
 
     def sigma(self, rho_u: float, method: str | None = None, *, strict: bool = True) -> float:
         """σ_floor at ρ_u (0 when ρ_u = 0: no untied example is ever sampled), by `method`
@@ -110,7 +126,8 @@ class FloorAccount:
             return self._sigma[key]
         try:
             cal = calibrate([np.full(self.target.k, rho_u)], [self.target.p], [self.r_run], self.steps,
-                            method=key[1], adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args())
+                            method=key[1], adjacency=self.adjacency, alphas=self.alphas,
+                            spent=self.spent_arrays())
         except Infeasible:
             if not strict:
                 return math.inf
@@ -124,19 +141,35 @@ class FloorAccount:
         this run's headroom); phase 1 is then counted as spent, so the plan's σ meets the floor
         over both phases. Returns the phase-1 record {"rho", "steps", "sigma", "r"}.
         Raises InputError when no σ₁ ≤ 1e6 works."""
-        from repoguard.accounting.calibrate import Infeasible, calibrate
-
         p = self.target.p
         r1 = p + PHASE1_SHARE * (self.r_run - p)
-        try:
-            s1 = float(calibrate([np.full(self.target.k, rho1)], [p], [r1], int(steps1), method=self.method,
-                                 adjacency=self.adjacency, alphas=self.alphas, **self.calibrate_args()).sigma)
-        except Infeasible:
-            raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {self.target.k} "
-                             f"example(s) within r₁ = {r1:.3g}") from None
+        s1 = phase1_sigma(rho1, steps1, k=self.target.k, p=p, r=r1, accountant=self.method, adjacency=self.adjacency,
+                          alphas=self.alphas, spent=self.spent_arrays(), name="r₁")
         self.add(rho1, s1, steps1)
         self.phase1 = {"rho": float(rho1), "steps": int(steps1), "sigma": s1, "r": r1}
         return self.phase1
+
+
+def phase1_sigma(rho1: float, steps1: int, *, k: int, p: float, r: float, accountant: str = "best",
+                 adjacency: str = "zero-out", alphas=None, spent=None, name: str = "r") -> float:
+    """σ₁ of a noised phase 1 [JFT §3.1 in Hush's terms]: the smallest noise multiplier such that a
+    secret carried by k examples, each sampled with probability ρ₁, meets (p, r) after `steps1`
+    steps on top of `spent` (`accounting.spending.SpentArrays` of that one secret; None = nothing)
+    — Hush Alg. 2 lines 4–5 for that one secret (`accounting.calibrate.calibrate`). The one place
+    σ₁ is calibrated: `FloorAccount.reserve_phase1` (the plan's reservation under the floor) and
+    `training.phases.prepare` (a plan without a floor) both call it. `name` names r in the error.
+    Raises InputError when no σ ≤ 1e6 meets it."""
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+    from repoguard.accounting.divergences import DEFAULT_ALPHAS
+
+    try:
+        return float(calibrate([np.full(int(k), float(rho1))], [p], [r], int(steps1), method=accountant,
+                               adjacency=adjacency, alphas=DEFAULT_ALPHAS if alphas is None else alphas,
+                               spent=spent).sigma)
+    except Infeasible:
+        target = f"r = {r:g}" if name == "r" else f"{name} = {r:.3g}"
+        raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {k} example(s) "
+                         f"within {target}") from None
 
 
 def infeasible_message(target: Undetected, legacy: int = 0) -> str:
@@ -152,24 +185,11 @@ def infeasible_message(target: Undetected, legacy: int = 0) -> str:
 def legacy_runs(ledger_path, target: Undetected) -> list[tuple[float, int]]:
     """(σ, steps completed) of every run in the ledger whose last entry records no spending on
     `target.account` (recorded before the floor had an account, or for another k): what
-    `FloorAccount` counts at ρ = 1. An empty or missing ledger gives []."""
-    from pathlib import Path
+    `FloorAccount` counts at ρ = 1 (`accounting.ledger.runs_without`). An empty or missing
+    ledger gives []."""
+    from repoguard.accounting.ledger import runs_without
 
-    from repoguard.accounting.ledger import read_entries
-
-    if ledger_path is None or not Path(ledger_path).exists():
-        return []
-    last: dict[str, dict] = {}
-    for e in read_entries(ledger_path):
-        last[e["run_id"]] = e
-    out = []
-    for e in last.values():
-        if int(e.get("steps_completed") or 0) <= 0:
-            continue
-        if (e.get("floor") or {}).get("account") == target.account:
-            continue
-        out.append((float(e["sigma"]), int(e["steps_completed"])))
-    return out
+    return runs_without(ledger_path, target.account)
 
 
 def floor_record(target: Undetected, *, rho_u: float, sigma: float, sigma_floor: float, steps: int,
@@ -239,13 +259,21 @@ def resolve(config, override: str | None = None) -> Undetected:
     return parse_undetected(override, config.defaults) if override is not None else config.undetected
 
 
-def plan_kwargs(target: Undetected, ledger_path, *, training=None, batch_size: float, steps: int,
+def plan_kwargs(target: Undetected, *, training=None, batch_size: float, steps: int,
                 r_run: float | None = None) -> dict:
-    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`), the ledger's
-    runs without a floor account (`legacy_runs`) and, for `[training] phases = 2` with
-    phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for."""
+    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`) and, for
+    `[training] phases = 2` with phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for. The
+    ledger's runs without a floor account travel in `build_plan`'s `spent` (`spent_for`)."""
     phase1 = None
     if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
         phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
-    return {"floor": target, "floor_r_run": r_run, "floor_legacy": tuple(legacy_runs(ledger_path, target)),
-            "phase1": phase1}
+    return {"floor": target, "floor_r_run": r_run, "phase1": phase1}
+
+
+def spent_for(ledger_path, target: Undetected | None):
+    """What earlier runs spent (`accounting.ledger.read_spent`: an `accounting.spending.Spent`),
+    with the legacy runs of `target`'s floor account (none without a target). Raises PolicyError
+    when the ledger fails verification."""
+    from repoguard.accounting.ledger import read_spent
+
+    return read_spent(ledger_path, floor_account=target.account if target is not None else None)

@@ -21,9 +21,10 @@ import scipy.sparse as sp
 from scipy.stats import norm
 
 from repoguard.accounting.bounds import binary_kl
+from repoguard.accounting.kinds import Cap
 
 GLOP_MAX_NONZEROS = 200_000        # above this the LP goes to PDLP
-CAPS = ("kl", "gdp")
+CAPS = (Cap.KL.value, Cap.GDP.value)     # the caps the LP can use
 
 
 def secret_caps(p: np.ndarray, r: np.ndarray, kind: str = "kl") -> np.ndarray:
@@ -31,9 +32,9 @@ def secret_caps(p: np.ndarray, r: np.ndarray, kind: str = "kl") -> np.ndarray:
     Φ⁻¹(1−r_j) [SecPE eq. 6]. Shapes (n_secrets,). Raises ValueError for an unknown kind."""
     p = np.asarray(p, dtype=float)
     r = np.asarray(r, dtype=float)
-    if kind == "kl":
+    if kind == Cap.KL:
         return binary_kl(r, p)
-    if kind == "gdp":
+    if kind == Cap.GDP:
         return norm.isf(p) - norm.isf(r)
     raise ValueError(f"unknown cap {kind!r} (known: {', '.join(CAPS)})")
 

@@ -81,21 +81,22 @@ def private_rho(w: np.ndarray, private: np.ndarray) -> np.ndarray:
 
 
 def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, accountant: str = "best",
-                 adjacency: str = "zero-out", ledger_spent: dict | None = None,
-                 ledger_pairs: dict | None = None, sweep=None, floor=None, floor_legacy: tuple = (),
+                 adjacency: str = "zero-out", spent=None, sweep=None, floor=None,
                  untied_rho: float = UNTIED_RHO) -> NoisePlan:
     """[SecPE Alg. 1] weights, inclusion probabilities and the per-round σ for `incidence` (rows
     aligned with `test`, the held-out mask). `c` > 0 fixes the LP scale; 0 sweeps `sweep`
     (default 2^-6…2^4) and keeps the c with the largest Σρ/σ (expected private contributions per
-    unit noise: the counts' signal-to-noise), ties to the smaller c.
+    unit noise: the counts' signal-to-noise), ties to the smaller c. `spent`
+    (`accounting.spending.Spent`, None = nothing): what earlier runs spent.
 
     `floor` (a `config.Undetected`, enabled): untied training rows get ρ = `untied_rho` and the
     floor — k examples at that ρ, target (p, r), after the ledger's spending on its account and
-    `floor_legacy` ((σ, T) of runs without one, counted at ρ = 1) — is calibrated with the
+    `spent.legacy` ((σ, T) of runs without one, counted at ρ = 1) — is calibrated with the
     declared secrets as one more secret, so σ meets both. None or disabled: the paper's mode
     (untied rows public, ρ = 0). Raises InputError for bad arguments and PolicyError naming the
     secrets (or the floor) whose earlier spending leaves no σ that works."""
-    from repoguard.accounting.calibrate import Infeasible, calibrate, spent_arrays, spent_histories
+    from repoguard.accounting.calibrate import Infeasible, calibrate
+    from repoguard.accounting.spending import Spent
     from repoguard.accounting.divergences import DEFAULT_ALPHAS
     from repoguard.planning.weighting import SWEEP, secret_caps, solve_weights
 
@@ -116,8 +117,8 @@ def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, ac
     r = np.array([s.r for s in secrets], dtype=float)
     caps = secret_caps(p, r, "gdp")
     alphas = tuple(DEFAULT_ALPHAS)
-    skl, sre = spent_arrays(secrets, ledger_spent or {}, alphas)
-    hist = spent_histories(secrets, ledger_spent or {}, ledger_pairs or {})
+    spent = spent if spent is not None else Spent()
+    prior = spent.arrays(secrets, alphas)
     csc = m.tocsc()
     cols = [csc.indices[csc.indptr[j]:csc.indptr[j + 1]] for j in range(ns)]
     rows = np.flatnonzero(~test)
@@ -129,15 +130,13 @@ def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, ac
         if not 0 < untied_rho <= 1:
             raise InputError(f"untied sampling rate must lie in (0, 1], not {untied_rho}")
         acct = FloorAccount(floor, floor.r, rounds, method=accountant, adjacency=adjacency, alphas=alphas,
-                            ledger_spent=ledger_spent or {}, ledger_pairs=ledger_pairs or {}, legacy=floor_legacy)
+                            spent=spent)
     rho_u = float(untied_rho) if enforce and public.any() else 0.0
     # the floor as one more secret (k examples at ρ_u), when some untied example is counted
     cols_all = cols + ([np.arange(floor.k) + n] if rho_u > 0 else [])
     p_all, r_all = (np.append(p, floor.p), np.append(r, acct.r_run)) if rho_u > 0 else (p, r)
-    spent = dict(spent_kl=skl, spent_renyi=sre, spent_pairs=hist)
     if rho_u > 0:
-        spent = dict(spent_kl=np.append(skl, acct.skl), spent_renyi=np.vstack([sre, acct.sre]),
-                     spent_pairs=list(hist) + [acct.history])
+        prior = prior.plus(acct.spent_arrays())
 
     def one(cval: float):
         lp = solve_weights(m[rows], caps, cval)
@@ -148,7 +147,7 @@ def secret_noise(incidence, test: np.ndarray, *, rounds: int, c: float = 0.0, ac
         ext = np.append(rho, np.full(floor.k, rho_u)) if rho_u > 0 else rho
         try:
             cal = calibrate([ext[ix] for ix in cols_all], p_all, r_all, rounds, method=accountant,
-                            adjacency=adjacency, alphas=alphas, **spent)
+                            adjacency=adjacency, alphas=alphas, spent=prior)
         except Infeasible as exc:
             if ns in exc.secrets:
                 from repoguard.planning.undetected import infeasible_message

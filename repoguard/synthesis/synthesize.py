@@ -13,7 +13,7 @@ Order of work, each step seeing only what it may:
    `insecure_reproducible` derives it from `seed`, tests only);
 5. the ledger entry (like a training run: `accounting.ledger.record_run`, with the floor's
    account when it is on, and — floor off only — the public ids used in the clear recorded as
-   the run's clear examples, `exposures.py`), appended *before* anything is published;
+   the run's clear examples, `clear_exposures.py`), appended *before* anything is published;
 6. the rounds (`rounds.run_rounds`) from the releases (and the generator's own samples) alone,
    every synthetic text redacted again (the generator could produce a credential-shaped string
    of its own), then OUT/synth/ atomically.
@@ -140,12 +140,11 @@ class Release:
 
 
 def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: str, adjacency: str, c: float,
-                ledger_spent: dict, ledger_pairs: dict, generator=None, embedder=None, floor=None,
-                floor_legacy: tuple = ()) -> Release:
+                spent, generator=None, embedder=None, floor=None) -> Release:
     """SecPE Alg. 1–2 for incidence `inc` (held-out mask `test`): σ per round against the
-    ledger's spending, the anchors and the T noisy releases. Texts are read from `corpus` and
-    redacted by `redactor` before they are embedded; held-out rows are never read. Records
-    nothing.
+    ledger's spending `spent` (`accounting.spending.Spent`), the anchors and the T noisy
+    releases. Texts are read from `corpus` and redacted by `redactor` before they are embedded;
+    held-out rows are never read. Records nothing.
 
     `floor` (a `config.Undetected`; None = off). Enabled (the default of `synthesize`): the
     anchors come from the generator's own initial samples (data-independent), every training
@@ -163,7 +162,7 @@ def release_for(inc, test, corpus, redactor, *, opts: SynthOptions, accountant: 
     timings = {}
     t0 = time.perf_counter()
     noise = secret_noise(inc, test, rounds=opts.rounds, c=c, accountant=accountant, adjacency=adjacency,
-                         ledger_spent=ledger_spent, ledger_pairs=ledger_pairs, floor=floor, floor_legacy=floor_legacy)
+                         spent=spent, floor=floor)
     timings["calibrate_s"] = time.perf_counter() - t0
     if not enforce and not noise.public.any():
         raise InputError("synth --undetected off: every training example is tied to a secret; the public "
@@ -202,14 +201,14 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     (also written to OUT/synth/summary.json). `generator`/`embedder` override `opts`' backends
     (tests). Raises InputError (bad options, missing artefacts, no public example) and
     PolicyError (the ledger leaves no σ that meets some target, or it fails verification)."""
-    from repoguard.accounting.ledger import spending, verify
+    from repoguard.accounting.ledger import read_spent, verify
     from repoguard.accounting.published import check_published
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.source.corpus import load_corpus
     from repoguard.source.split import split_from_config
     from repoguard.training.data import default_redactor
 
-    from repoguard.planning.undetected import legacy_runs, resolve
+    from repoguard.planning.undetected import resolve
 
     opts.check()
     und = resolve(config, opts.undetected)
@@ -221,11 +220,10 @@ def synthesize(*, root: Path, out: Path, config, opts: SynthOptions, generator=N
     ledger_path = out / "ledger.jsonl"
     check_published(out, ledger_path)                 # a deleted ledger never resets the budget
     head = verify(ledger_path).get("last_hash") or "0" * 64
-    spent, pairs = spending(ledger_path)
+    spent = read_spent(ledger_path, floor_account=und.account if und.enabled else None)
     rel = release_for(inc, split.test, load_corpus(out, root), default_redactor(out, root), opts=opts,
                       accountant=pc.accountant, adjacency=pc.adjacency, c=opts.c if opts.c > 0 else pc.c,
-                      ledger_spent=spent, ledger_pairs=pairs, generator=generator, embedder=embedder, floor=und,
-                      floor_legacy=tuple(legacy_runs(ledger_path, und)) if und.enabled else ())
+                      spent=spent, generator=generator, embedder=embedder, floor=und)
     noise, anchors, stats, mode = rel.noise, rel.anchors, rel.stats, rel.mode
     generator, embedder, redactor = rel.generator, rel.embedder, rel.redactor
     timings.update(rel.timings)

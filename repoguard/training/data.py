@@ -91,7 +91,8 @@ def example_texts(corpus, example_ids: Sequence[str], *, redactor: Redactor | No
 def tokenize(texts: Sequence[str], tokenizer, *, max_length: int) -> list[np.ndarray]:
     """Token ids per text (int64 arrays), BOS prepended when the tokenizer has one, truncated to
     `max_length` tokens. An example shorter than 2 tokens has no next-token loss and contributes a
-    zero gradient (it is still sampled, which only costs privacy budget, never leaks)."""
+    zero gradient (it is still sampled, which only costs privacy budget, never leaks). Raises
+    InputError when `max_length` < 2."""
     if max_length < 2:
         raise InputError(f"max_length: must be ≥ 2, got {max_length}")
     bos = tokenizer.bos_token_id

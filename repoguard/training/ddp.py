@@ -28,6 +28,7 @@ class Dist:
 
     @property
     def is_main(self) -> bool:
+        """True on rank 0, the process that writes files and the ledger."""
         return self.rank == 0
 
     def all_reduce_sum(self, tensor) -> None:

@@ -11,7 +11,7 @@ plus this plan) stays ≤ r_j. Before a private run starts, the trainer checks t
    secret [Hush Lemma 3.2, KL and Rényi divergences adding across runs];
 3. no secret is exposed by an earlier run's public (clear) phase without the user's
    acknowledgement, and every such run in the ledger was covered by the plan's exposure check
-   (`repoguard.accounting.exposures.guard_problem`).
+   (`repoguard.accounting.clear_exposures.guard_problem`).
 
 Any failure is a PolicyError naming the secrets. The check is repeated where it matters, at each
 append: `record` passes the head `check` accepted to the ledger, which compare-and-swaps it under
@@ -91,13 +91,14 @@ class LedgerGuard:
                               "recorded after this plan was made; its σ no longer keeps every secret's "
                               "cumulative bound ≤ r. Re-run `repoguard plan` (or --resume an "
                               "interrupted run of this plan)")
-        from repoguard.accounting.exposures import guard_problem
+        from repoguard.accounting.clear_exposures import guard_problem
 
         problem = guard_problem(plan, self.path, own_run=own_run)
         if problem:
             raise PolicyError(f"{self.path}: {problem}; refusing to train")
-        spent, pairs = mod.spending(self.path, skip_run=own_run)
-        over = exceeded(plan, spent, pairs)
+        from repoguard.accounting.spending import Spent
+
+        over = exceeded(plan, Spent(*mod.spending(self.path, skip_run=own_run)))
         if over:
             desc = ", ".join(f"{sid} (bound {b:.3g} > r {r:.3g})" for sid, b, r in over[:5])
             raise PolicyError(f"{self.path}: this run would exceed the privacy ledger for "
@@ -118,36 +119,27 @@ class LedgerGuard:
         self.head = entry["hash"]
 
 
-def spent_by_others(path: str | Path, own_run: str | None) -> dict[str, tuple[float, dict[str, float]]]:
-    """{secret: (KL nats, {α: Rényi nats})} summed over the last entry of every run except
-    `own_run` (from the ledger's carried-forward summary); an α missing from any counted entry is
-    dropped (it counts as +inf)."""
-    from repoguard.accounting.ledger import spending
-
-    return spending(path, skip_run=own_run)[0]
-
-
-def exceeded(plan, prior: dict[str, tuple[float, dict[str, float]]],
-             prior_pairs: dict[str, list[dict] | None] | None = None) -> list[tuple[str, float, float]]:
-    """Secrets whose bound after `prior` spending plus this plan exceeds r: [(id, bound, r)].
+def exceeded(plan, prior) -> list[tuple[str, float, float]]:
+    """Secrets whose bound after `prior` spending (an `accounting.spending.Spent`: earlier runs'
+    divergences and pairs) plus this plan exceeds r: [(id, bound, r)].
 
     The bound is the minimum of the KL bound and the Rényi bounds over the plan's orders
     [Hush Lemma 3.2], on divergences summed across runs, and, where those miss r and the plan's
-    accountant is "best", the Neyman–Pearson bound of the plan's pair composed with the earlier runs' pairs
-    (`prior_pairs`, from `ledger.spending`; accounting/pld.py)."""
+    accountant is "best", the Neyman–Pearson bound of the plan's pair composed with the earlier
+    runs' pairs (`prior.pairs`; accounting/pld.py)."""
     from repoguard.accounting.bounds import kl_bound, renyi_bound
     from repoguard.accounting.calibrate import PLD_H
     from repoguard.accounting.pld import pair_from_record, pld_bound
 
     over = []
     for s in plan.secrets:
-        kl0, ren0 = prior.get(s.id, (0.0, {}))
+        kl0, ren0 = prior.divergences.get(s.id, (0.0, {}))
         bound = float(kl_bound(kl0 + s.kl_spent, s.p))
         for a, v in s.renyi_spent.items():
-            if not math.isfinite(v) or (s.id in prior and str(a) not in ren0):
+            if not math.isfinite(v) or (s.id in prior.divergences and str(a) not in ren0):
                 continue
             bound = min(bound, float(renyi_bound(v + ren0.get(str(a), 0.0), float(a), s.p)))
-        hist = (prior_pairs or {}).get(s.id, [])
+        hist = prior.pairs.get(s.id, [])
         pair = getattr(s, "pair", None)
         if bound > s.r * (1 + _TOL) and pair is not None and hist is not None and plan.accountant == "best":
             mix, a_run, t_run = pair_from_record(pair)

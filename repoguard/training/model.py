@@ -156,7 +156,8 @@ def load_model(model_dir: str | Path, *, device, bf16: bool | None = None):
 
 def detect_lora_targets(model) -> list[str]:
     """LoRA target module names for `model`'s architecture: peft's per-architecture table (plus a
-    few code models), else every Linear leaf except the output head."""
+    few code models), else every Linear leaf except the output head. Raises InputError when the
+    model has no Linear layer to adapt."""
     import torch.nn as nn
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as TABLE
 

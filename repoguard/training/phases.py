@@ -24,7 +24,8 @@ Phase 1 modes:
   calibrated the plan's σ with phase 1 counted as spent, so the floor holds over both phases; a
   plan without that reservation, or made for another ρ₁/T₁, is refused. Without a floor, σ₁ is
   the smallest noise multiplier such that an undetected secret confined to k public examples
-  (ρ₁ each, T₁ steps) meets the default (p, r). The undetected-secret floor after both phases is
+  (ρ₁ each, T₁ steps) meets the default (p, r) (`planning.undetected.phase1_sigma`, the same
+  calibration the plan's reservation runs). The undetected-secret floor after both phases is
   the composition of the phase-1 and phase-2 pairs of those k examples
   (`accounting.compose.composed_bound`: divergences add, privacy-loss distributions convolve),
   reported in the privacy report and in every ledger entry of the run ("phases").
@@ -131,22 +132,6 @@ def phase_one_plan(plan, public: np.ndarray, *, steps: int, batch_size: float, s
                 extra={"phase": 1}, test=~public)
 
 
-def calibrate_sigma1(rho1: float, steps: int, *, k: int, p: float, r: float, accountant: str = "best",
-                     adjacency: str = "zero-out") -> float:
-    """σ₁ [JFT §3.1 in Hush's terms]: the smallest noise multiplier such that a secret carried by
-    k examples, each sampled with probability ρ₁, meets (p, r) after `steps` steps — Hush Alg. 2
-    lines 4–5 for that one secret (`accounting.calibrate.calibrate`). Raises InputError when no
-    σ ≤ 1e6 meets it."""
-    from repoguard.accounting.calibrate import Infeasible, calibrate
-
-    try:
-        return float(calibrate([np.full(int(k), float(rho1))], [p], [r], int(steps), method=accountant,
-                               adjacency=adjacency).sigma)
-    except Infeasible:
-        raise InputError(f"--phase1 noised: no σ₁ ≤ 1e6 keeps an undetected secret in {k} example(s) "
-                         f"within r = {r:g}") from None
-
-
 def reserved_sigma1(floor: dict, rho1: float, steps1: int) -> float:
     """σ₁ the plan reserved for a noised phase 1 (`undetected.FloorAccount.reserve_phase1`): the
     plan's σ meets the floor only over both phases with phase 1 at exactly this (ρ₁, T₁, σ₁).
@@ -162,15 +147,16 @@ def reserved_sigma1(floor: dict, rho1: float, steps1: int) -> float:
     return float(res["sigma"])
 
 
-def undetected_floor(*, k_values, rho1: float, sigma1: float, steps1: int, rho2: float, sigma2: float,
-                     steps2: int, p: float, r: float, accountant: str, adjacency: str) -> dict:
+def two_phase_floor_bounds(*, k_values, rho1: float, sigma1: float, steps1: int, rho2: float, sigma2: float,
+                           steps2: int, p: float, r: float, accountant: str, adjacency: str) -> dict:
     """The bound a secret nobody declared or detected, living in k public examples, gets from
     phase 1 alone, phase 2 alone, and both composed (`compose.composed_bound`; σ₁ = 0 is a
     clear phase: bound 1). Returns {"p", "r", "rho_phase1", "rho_phase2", "phase1", "phase2",
     "both", "meets_r"} with the per-phase entries keyed by str(k)."""
+    from repoguard.accounting.calibrate import METHODS
     from repoguard.accounting.compose import composed_bound
 
-    method = accountant if accountant in ("best", "kl", "renyi") else "best"
+    method = accountant if accountant in METHODS else "best"
     out = {"p": p, "r": r, "rho_phase1": rho1, "rho_phase2": rho2, "phase1": {}, "phase2": {}, "both": {},
            "meets_r": {}}
     for k in k_values:
@@ -207,8 +193,11 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
     if noised and n_pub and floor.get("enabled"):
         sigma1 = reserved_sigma1(floor, rho1, steps1)
     else:
-        sigma1 = calibrate_sigma1(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
-                                  adjacency=plan.adjacency) if noised and n_pub else 0.0
+        from repoguard.planning.undetected import phase1_sigma
+
+        # no floor, so no reservation in the plan: planning's σ₁ for k examples at (p, r)
+        sigma1 = phase1_sigma(rho1, steps1, k=opts.k, p=opts.p, r=opts.r, accountant=plan.accountant,
+                              adjacency=plan.adjacency) if noised and n_pub else 0.0
     plan1 = phase_one_plan(plan, public, steps=steps1, batch_size=b1, sigma=sigma1 if noised else 1.0)
     phase1 = {"mode": "noised" if noised else "clear", "steps": steps1, "batch_size": b1, "learning_rate": lr1,
               "n_examples": n_pub, "rho": rho1, "sigma": sigma1,
@@ -216,14 +205,14 @@ def prepare(plan, incidence, opts: PhaseOne, *, lr: float, private: bool = True)
               "examples": "tied to no secret, not held out, credentials redacted; uniform Poisson sampling"}
     record = {"phases": 2, "phase1": phase1}
     if noised:
-        from repoguard.accounting.divergences import _a, mixture
+        from repoguard.accounting.divergences import mixture, pair_shift
         from repoguard.accounting.pld import pair_record
 
         phase1["target"] = {"k": int(opts.k), "p": opts.p, "r": opts.r}
-        phase1["pair"] = pair_record(mixture(np.full(opts.k, rho1)), _a(sigma1, plan.adjacency), steps1)
+        phase1["pair"] = pair_record(mixture(np.full(opts.k, rho1)), pair_shift(sigma1, plan.adjacency), steps1)
     if private:
         rho2 = float(plan.rho[public].max()) if n_pub else 0.0
-        record["undetected_floor"] = undetected_floor(
+        record["undetected_floor"] = two_phase_floor_bounds(
             k_values=sorted({1, int(opts.k)}), rho1=rho1, sigma1=sigma1, steps1=steps1, rho2=rho2,
             sigma2=plan.sigma, steps2=plan.steps, p=opts.p, r=opts.r, accountant=plan.accountant,
             adjacency=plan.adjacency)

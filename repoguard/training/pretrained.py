@@ -58,6 +58,7 @@ REGISTRY = {
 
 
 def fetch_command(name: str) -> str:
+    """The command that fetches model `name` (error messages and hints)."""
     return f"repoguard model fetch {name}"
 
 

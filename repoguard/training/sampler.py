@@ -75,7 +75,8 @@ def micro_batches(indices: np.ndarray, size: int, lengths: np.ndarray | None = N
     """Split a (rank's) logical batch into physical micro-batches of at most `size` examples.
 
     With `lengths` (tokens per example), examples are grouped by length first so padding is small;
-    grouping changes nothing in the result since per-example gradients are summed.
+    grouping changes nothing in the result since per-example gradients are summed. `indices`
+    int (B,), `lengths` int (n_examples,) indexed by them. Raises ValueError when `size` < 1.
     """
     if size < 1:
         raise ValueError("micro-batch size must be ≥ 1")

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import norm, skewnorm
 
 from repoguard.accounting.bounds import kl_bound
-from repoguard.audit.exposure import (estimate_exposure, exposure_at_level, exposure_from_rank,
+from repoguard.audit.canary_exposure import (estimate_exposure, exposure_at_level, exposure_from_rank,
                                       exposure_tail_bound, sampled_rank, skewnorm_exposure)
 
 R = 16.0 ** 10

@@ -49,6 +49,7 @@ class ClearRun:
     n_examples: int
 
     def record(self) -> dict:
+        """JSON form for `ledger show --json` and plan.json: {"run_id", "time", "n_examples", "files"}."""
         return {"run_id": self.run_id, "time": self.time, "n_examples": self.n_examples,
                 "files": list(self.files)}
 

@@ -77,6 +77,7 @@ class Exposure:
     fit: dict
 
     def to_json(self) -> dict:
+        """Every field as plain JSON (exposures in bits, log-perplexity in bits)."""
         return asdict(self)
 
 
@@ -117,16 +118,13 @@ def exposure_tail_bound(exposure: float, *, kl: float, renyi: dict[str, float]) 
 def exposure_at_level(level: float, *, kl: float, renyi: dict[str, float], max_exposure: float) -> float:
     """The smallest exposure e (bits) with `exposure_tail_bound(e) ≤ level`: under the DP run an
     exposure ≥ e has probability ≤ level. Returns `max_exposure` when even that is not reached.
-    (Bisection on e; the tail bound decreases as e grows.)"""
+    (`accounting.search.narrow` on e, 60 halvings; the tail bound decreases as e grows.) Raises
+    ValueError for `level` outside (0, 1)."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     if exposure_tail_bound(max_exposure, kl=kl, renyi=renyi) > level:
         return max_exposure
-    lo, hi = 0.0, float(max_exposure)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if exposure_tail_bound(mid, kl=kl, renyi=renyi) <= level:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    from repoguard.accounting.search import narrow
+
+    return narrow(lambda e: exposure_tail_bound(e, kl=kl, renyi=renyi) <= level, 0.0, float(max_exposure),
+                  log_scale=False, iters=60)[1]

@@ -200,7 +200,7 @@ def test_ledger_verify_catches_an_edited_or_removed_clear_file(trained_in_clear,
 
 
 def _refuse_plan(out: Path) -> None:
-    from repoguard.accounting.exposures import plan_exposures
+    from repoguard.accounting.clear_exposures import plan_exposures
     from repoguard.analyzers.incidence import load_incidence
 
     plan_exposures(out / "ledger.jsonl", load_incidence(out), ())
