@@ -55,6 +55,9 @@ class RunSettings:
     phase1: str | None = None
     phase1_steps: int | None = None
     phase1_lr: float | None = None
+    # The plan settings `repoguard run` resolved (`planning.make.plan_settings`, with their
+    # sources); None: resolved from the fields above (a RunSettings built in code)
+    plan_settings: object | None = field(default=None, compare=False)
 
 
 # -- digests --------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ class FloorAccount:
     σ_floor(ρ_u): the smallest σ meeting the floor's run target at ρ_u (`sigma`).
 
     `target` the configured floor; `r_run` this run's target (a scheduled run's budget fraction,
-    `pipeline_stages.run_targets`; = target.r otherwise)."""
+    `accounting.targets.run_targets`; = target.r otherwise)."""
 
     def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
                  ledger_spent: dict, ledger_pairs: dict, legacy: tuple = ()) -> None:
