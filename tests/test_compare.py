@@ -295,7 +295,7 @@ def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, mo
     from repoguard.source.split import Split
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import build_plan, load_plan
-    from repoguard.planning.undetected import legacy_runs
+    from repoguard.planning.undetected import FloorPlan, legacy_runs
 
     repo = tmp_path / "monorepo"
     monorepo_module.build(repo)
@@ -318,8 +318,8 @@ def test_hush_arm_is_calibrated_against_the_ledger_after_a_real_run(tmp_path, mo
     spent, pairs = ledger_mod.spending(out / "ledger.jsonl")
     h = base.extra["holdout"]
     want = build_plan(inc, batch_size=B, steps=T, c=1, cap=base.cap, accountant=base.accountant,
-                      adjacency=base.adjacency, ledger_spent=spent, ledger_pairs=pairs, floor=und,
-                      floor_legacy=tuple(legacy_runs(out / "ledger.jsonl", und)),
+                      adjacency=base.adjacency, ledger_spent=spent, ledger_pairs=pairs,
+                      floor=FloorPlan(und, legacy=tuple(legacy_runs(out / "ledger.jsonl", und))),
                       holdout=Split(test=base.test_mask, files=(), fraction=h["fraction"], min_files=h["min_files"],
                                     salt=h["salt"], digest=h["digest"]))
     assert hush.plan.sigma == pytest.approx(want.sigma, rel=1e-9)

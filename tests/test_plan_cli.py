@@ -176,7 +176,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     from repoguard.core.config import Undetected
     from repoguard.analyzers.incidence import load_incidence
     from repoguard.planning.plan import build_plan
-    from repoguard.planning.undetected import legacy_runs
+    from repoguard.planning.undetected import FloorPlan, legacy_runs
 
     root, out = project
     inc = load_incidence(out)
@@ -186,8 +186,8 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     und = Undetected(1, 1e-10, 1e-3)
     assert legacy_runs(out / "ledger.jsonl", und) == [(old.sigma, 1)]
     assert legacy_runs(out / "ledger.jsonl", Undetected(3, 1e-10, 1e-3)) == [(old.sigma, 1)]
-    with_old = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und,
-                          floor_legacy=tuple(legacy_runs(out / "ledger.jsonl", und)))
+    with_old = build_plan(inc, batch_size=16, steps=300, c=1.0,
+                          floor=FloorPlan(und, legacy=tuple(legacy_runs(out / "ledger.jsonl", und))))
     without = build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und)
     assert with_old.extra["undetected_floor"]["sigma_floor"] > without.extra["undetected_floor"]["sigma_floor"]
     assert with_old.extra["undetected_floor"]["meets_r"]
@@ -195,7 +195,7 @@ def test_runs_recorded_before_the_floor_count_at_their_worst_case(project, capsy
     from repoguard.core.errors import PolicyError
 
     with pytest.raises(PolicyError, match=r"1 earlier run\(s\) recorded no floor account .*ρ = 1"):
-        build_plan(inc, batch_size=16, steps=300, c=1.0, floor=und, floor_legacy=((old.sigma, 300),))
+        build_plan(inc, batch_size=16, steps=300, c=1.0, floor=FloorPlan(und, legacy=((old.sigma, 300),)))
 
 
 @pytest.mark.slow

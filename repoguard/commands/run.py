@@ -11,15 +11,16 @@ NAME = "run"
 HELP = "run the whole pipeline (scan, analyze, plan, train, audit, report); --scheduled for cron/CI"
 
 SCHEDULED_FRACTION = 0.5
-STAGE_NAMES = ("scan", "analyze", "plan", "train", "audit", "report")
 
 
 def register(parser) -> None:
     add_path_argument(parser)
     add_json_flag(parser)
     a = parser.add_argument
-    a("--from", dest="from_stage", choices=STAGE_NAMES, default=None, metavar="STAGE",
-      help=f"re-run from this stage on ({', '.join(STAGE_NAMES)})")
+    from repoguard.pipeline.registry import names
+
+    a("--from", dest="from_stage", choices=names(), default=None, metavar="STAGE",
+      help=f"re-run from this stage on ({', '.join(names())})")
     a("--scheduled", action="store_true",
       help="cron/CI mode: lock, new run directory OUT/runs/<time>-<id>/ with OUT/runs/latest, shared ledger")
     a("--audit", action="store_true", help="also run the extraction audit (trains a DP and a --no-dp model)")
@@ -163,7 +164,7 @@ def check_config_flags(args, config) -> None:
 def _print(s: dict, con) -> None:
     from rich.table import Table
 
-    from repoguard.pipeline.stages import NO_SECRETS
+    from repoguard.planning.make import NO_SECRETS
     from repoguard.planning.retention import secret_lines
 
     def num(x, fmt=".4g"):

@@ -69,7 +69,7 @@ def _show(value: Any) -> str:
     v = _json(value)
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k} = {x}" for k, x in v.items()) + "}"
-    return "—" if v is None else str(v)
+    return "—" if v is None else repr(v) if v == "" else str(v)
 
 
 def resolve(config, flags: Mapping[str, Any], keys: Mapping[str, str | None],

@@ -142,13 +142,13 @@ def _split(base_plan):
 
 def base_floor(base_plan, defaults=None):
     """The floor the base plan was made with (`plan.extra["undetected_floor"]` as an
-    `Undetected`), else k = 1 at `defaults` (p, r) or (1e-10, 1e-3), enforced."""
-    from repoguard.core.config import Undetected
+    `Undetected`), else k = 1 at `defaults` (p, r) or `config.DEFAULT_PROTECTION`'s, enforced."""
+    from repoguard.core.config import DEFAULT_PROTECTION, Undetected
 
     rec = base_plan.extra.get("undetected_floor") or {}
     if "k" in rec and "p" in rec and "r" in rec:
         return Undetected(int(rec["k"]), float(rec["p"]), float(rec["r"]), bool(rec.get("enabled", True)))
-    p, r = defaults if defaults is not None else (1e-10, 1e-3)
+    p, r = defaults if defaults is not None else (DEFAULT_PROTECTION.p, DEFAULT_PROTECTION.r)
     return Undetected(1, float(p), float(r))
 
 
@@ -197,15 +197,15 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
     Raises InputError for an unknown arm or too few training examples for B, PolicyError when
     the ledger's spending leaves no σ ≤ 1e6 meeting the targets or the floor."""
     from repoguard.planning.plan import Plan, build_plan
-    from repoguard.planning.undetected import as_undetected, untied_rho
+    from repoguard.planning.undetected import FloorPlan, untied_rho
 
-    und = as_undetected(floor) if floor is not None else base_floor(base_plan)
+    und = floor if floor is not None else base_floor(base_plan)
     snap = snap or LedgerSnapshot()
     test = base_plan.test_mask
     train = ~test
     common = dict(batch_size=base_plan.batch_size, steps=base_plan.steps, clip_norm=base_plan.clip_norm)
     c = base_plan.c if (base_plan.extra.get("c_rule") or "given") == "given" else 0.0
-    ledger = dict(ledger_spent=snap.spent, ledger_pairs=snap.pairs, floor_legacy=snap.legacy)
+    ledger = dict(ledger_spent=snap.spent, ledger_pairs=snap.pairs)
     tied = np.asarray(incidence.matrix.getnnz(axis=1) > 0)
     p1 = None
     if name in ("hush", "hush-kl", "hush-gdp", "two-phase", "two-phase-noised"):
@@ -214,7 +214,8 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
         if name in TWO_PHASE_ARMS:
             p1 = (float(phase1[0]), int(phase1[1])) if phase1 else (base_plan.batch_size, base_plan.steps)
         plan = build_plan(incidence, c=c, cap=cap, accountant=base_plan.accountant, adjacency=base_plan.adjacency,
-                          holdout=_split(base_plan), floor=arm_floor, value=base_plan.value,
+                          holdout=_split(base_plan), floor=FloorPlan(arm_floor, legacy=snap.legacy),
+                          value=base_plan.value,
                           objective=base_plan.extra.get("objective", "examples"), **ledger, **common)
         rec = plan.extra.get("undetected_floor") or {}
         if name == "two-phase":            # a clear phase 1 cannot meet the floor: phase 2 plans without it

@@ -16,7 +16,6 @@ from repoguard.core.config import Config
 from repoguard.core.errors import PolicyError
 from repoguard.planning.batch_rule import choose_batch
 
-STAGES = ("scan", "analyze", "plan", "train", "audit", "report")
 STATE_FILE = "run_state.json"
 AUDIT_STEPS = 20
 

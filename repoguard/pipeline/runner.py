@@ -29,8 +29,8 @@ from typing import Callable
 
 from repoguard.core.config import Config
 from repoguard.core.errors import InputError, PolicyError
-from repoguard.pipeline.context import (STAGES, Context, RunSettings, digest, ledger_heads, load_state,
-                                        save_state)
+from repoguard.pipeline import registry
+from repoguard.pipeline.context import Context, RunSettings, digest, ledger_heads, load_state, save_state
 
 log = logging.getLogger("repoguard")
 
@@ -40,22 +40,21 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
     """Run the stages in order, skipping those whose inputs and artefacts are unchanged; returns
     the summary (`summarize`). Raises InputError/PolicyError from the stages (the state of every
     finished stage is saved first) and PolicyError for findings under `fail_on_findings`."""
-    from repoguard.pipeline import stages as st
-
-    if settings.from_stage is not None and settings.from_stage not in STAGES:
-        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(STAGES)})")
+    stages = registry.names()
+    if settings.from_stage is not None and settings.from_stage not in stages:
+        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(stages)})")
     out.mkdir(parents=True, exist_ok=True)
     config_bytes = Path(config_path).read_bytes() if config_path else b""
     state = seed_state if seed_state is not None else load_state(out)
     ctx = Context(repo, config, config_bytes, config_path, out, settings, state, say)
-    forced_from = STAGES.index(settings.from_stage) if settings.from_stage else len(STAGES)
-    order = [s for s in STAGES if s != "audit" or settings.audit]
+    forced_from = stages.index(settings.from_stage) if settings.from_stage else len(stages)
+    order = [s for s in stages if registry.enabled(registry.get(s), settings)]
     for n, name in enumerate(order, 1):
-        stage = st.STAGE_FUNCS[name]
+        stage = registry.get(name)
         inputs = stage.inputs(ctx)
         key = digest(inputs)
         rec = ctx.recorded(name)
-        fresh = (STAGES.index(name) < forced_from and rec.get("inputs") == key
+        fresh = (stages.index(name) < forced_from and rec.get("inputs") == key
                  and rec.get("outputs") == stage.outputs(ctx))
         if fresh:
             ctx.skipped.append(name)
@@ -63,7 +62,7 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
             say(f"[{n}/{len(order)}] {name}: unchanged, skipped")
             continue
         if name == "train":
-            key = _replan_if_ledger_moved(ctx, st, key)
+            key = _replan_if_ledger_moved(ctx, key)
         say(f"[{n}/{len(order)}] {name} …")
         t0, c0 = time.perf_counter(), _cpu()
         info = stage.execute(ctx)
@@ -101,7 +100,7 @@ def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dic
     save_state(ctx)
 
 
-def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
+def _replan_if_ledger_moved(ctx: Context, train_key: str) -> str:
     """Training must start from a plan made against the ledger's current head (guard.py).
 
     The plan's own input is the last entry of *other* runs, so after this directory's training
@@ -115,7 +114,7 @@ def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
     if load_plan(ctx.out).extra.get("ledger_head", head) == head:
         return train_key
     ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
-    stage = st.STAGE_FUNCS["plan"]
+    stage = registry.get("plan")
     t0, c0 = time.perf_counter(), _cpu()
     info = stage.execute(ctx)
     secs = time.perf_counter() - t0
@@ -123,7 +122,7 @@ def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
     _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
     ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
             f"in {secs:.1f} s{stage.describe(info)}")
-    return digest(st.STAGE_FUNCS["train"].inputs(ctx))
+    return digest(registry.get("train").inputs(ctx))
 
 
 def summarize(ctx: Context) -> dict:
@@ -159,7 +158,7 @@ def summarize(ctx: Context) -> dict:
 def _seconds(ctx: Context, field: str = "seconds") -> dict:
     """Per stage in pipeline order: the (wall or CPU) seconds it took in this run, or "skipped"."""
     out = {}
-    for s in STAGES:
+    for s in registry.names():
         if s in ctx.ran:
             out[s] = ctx.recorded(s).get(field)
         elif s in ctx.skipped:

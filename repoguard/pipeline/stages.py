@@ -1,12 +1,14 @@
-"""The six stages `repoguard run` strings together (`runner.run_pipeline`), each as three functions:
+"""The six stages `repoguard run` strings together (`runner.run_pipeline`), each an object with a
+`name` and four functions (the `registry.Stage` protocol; `registry` lists them in order):
 
     inputs(ctx) -> JSON-able dict   what the stage's result depends on (hashed by the runner)
     execute(ctx) -> info dict       run it by calling the stage function, write its artefacts
     outputs(ctx) -> sha256          digest of the artefacts it wrote (what downstream reads)
+    describe(info) -> str           the tail of its "done" line
 
 The stage functions are the commands' own: `credentials.job.run_scan` (called with the scan
 command's options as a constructed namespace), `analyzers.analyze.run_analyze`,
-`planning.plan.build_plan`, `train_stage.run_training`, `audit.extraction.run_extract_audit`,
+`planning.make.make_plan` (as `repoguard plan`), `train_stage.run_training`, `audit.extraction.run_extract_audit`,
 `report.build_report`.
 """
 from __future__ import annotations
@@ -63,6 +65,8 @@ def _read(path: Path):
 
 # -- scan -----------------------------------------------------------------------------------------
 class scan:
+    name = "scan"
+
     @staticmethod
     def inputs(ctx):
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
@@ -97,6 +101,8 @@ class scan:
 
 # -- analyze --------------------------------------------------------------------------------------
 class analyze:
+    name = "analyze"
+
     @staticmethod
     def inputs(ctx):
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
@@ -250,6 +256,8 @@ def _train_cfg(ctx):
 
 
 class train:
+    name = "train"
+
     @staticmethod
     def inputs(ctx):
         s = ctx.settings
@@ -266,7 +274,7 @@ class train:
 
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
                           insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
-                          floor=(ctx.config.defaults.p, ctx.config.defaults.r),
+                          floor=ctx.config.defaults,
                           config_digest=analysis_config_digest(ctx.config), floor_digest=floor_digest(ctx.config))
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
@@ -295,6 +303,12 @@ def _final_loss(path: Path):
 
 # -- audit ----------------------------------------------------------------------------------------
 class audit:
+    name = "audit"
+
+    @staticmethod
+    def enabled(settings) -> bool:
+        return bool(settings.audit)       # `run --audit` only
+
     @staticmethod
     def inputs(ctx):
         return {"plan": _out(ctx, "plan"), "train": train.inputs(ctx)["training"],
@@ -329,6 +343,8 @@ def _audit_steps(ctx) -> int:
 
 # -- report ---------------------------------------------------------------------------------------
 class report:
+    name = "report"
+
     @staticmethod
     def inputs(ctx):
         head, _ = ledger_heads(ctx.ledger, set())
@@ -356,5 +372,3 @@ def _config_digest(ctx) -> str:
 
     return hashlib.sha256(ctx.config_bytes).hexdigest()
 
-
-STAGE_FUNCS = {"scan": scan, "analyze": analyze, "plan": plan, "train": train, "audit": audit, "report": report}

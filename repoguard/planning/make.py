@@ -45,7 +45,11 @@ def plan_settings(config: Config, *, batch_size: float | None = None, steps: int
              "cap": cap, "accountant": accountant, "adjacency": adjacency,
              "undetected": resolve_floor(config, undetected) if undetected is not None else None,
              "budget_fraction": budget_fraction}
-    return resolve(config, flags, PLAN_KEYS)
+    s = resolve(config, flags, PLAN_KEYS)
+    for k in ("batch_size", "steps"):      # `[plan]`'s built-in 64 / 200 are not what a plan uses
+        if s.source(k) == "default":
+            s = s.with_value(k, None)
+    return s
 
 
 @dataclass
@@ -139,8 +143,8 @@ def make_plan(config: Config, out: Path, settings: Settings, *, ledger: Path | N
         if target.enabled:
             acct = Secret(target.account, "undetected", target.p, target.r)
             r_run = run_targets([acct], spent, frac, pairs)[0].r
-    floor = undetected.plan_kwargs(target, ledger, training=training or config.training, batch_size=batch,
-                                   steps=steps, r_run=r_run)
+    floor = undetected.floor_plan(target, ledger, training=training or config.training, batch_size=batch,
+                                  steps=steps, r_run=r_run)
     progress = CalibrationProgress() if show_progress else None
     try:
         from repoguard.planning.value import plan_values
@@ -148,7 +152,7 @@ def make_plan(config: Config, out: Path, settings: Settings, *, ledger: Path | N
         plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c,
                           **plan_values(out, inc, pc.objective), cap=settings["cap"],
                           accountant=settings["accountant"], adjacency=settings["adjacency"],
-                          ledger_spent=spent, ledger_pairs=pairs, progress=progress, holdout=split, **floor)
+                          ledger_spent=spent, ledger_pairs=pairs, progress=progress, holdout=split, floor=floor)
     finally:
         if progress is not None:
             progress.close()

@@ -17,6 +17,7 @@ case, ρ = 1 for each of the k examples (`legacy_pairs`): ρ_u ≤ 1 always, so 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -27,12 +28,33 @@ from repoguard.core.errors import InputError, PolicyError
 PHASE1_SHARE = 0.5     # a noised phase 1 spends half the floor's headroom: r₁ = p + ½(r − p)
 
 
-def as_undetected(floor) -> Undetected | None:
-    """`floor` as an `Undetected`: None stays None; a legacy (p, r) tuple is k = 1, enforced."""
-    if floor is None or isinstance(floor, Undetected):
+@dataclass(frozen=True)
+class FloorPlan:
+    """The undetected-secret floor as a plan takes it (the one floor type `build_plan` reads):
+    the target `target` (k, p, r, on/off), this run's target bound `r_run` (None: target.r; below
+    it under a budget fraction, `accounting.targets.run_targets`), `legacy` the (σ, steps) of the
+    ledger's runs that recorded no floor account (`legacy_runs`, counted at ρ = 1) and `phase1`
+    the (B₁, T₁) of a noised phase 1 to reserve σ₁ for (None: no noised phase 1)."""
+
+    target: Undetected
+    r_run: float | None = None
+    legacy: tuple[tuple[float, int], ...] = ()
+    phase1: tuple[float, int] | None = None
+
+    @property
+    def run_r(self) -> float:
+        """The bound this run must keep the floor within: `r_run`, else the target's r."""
+        return self.r_run if self.r_run is not None else self.target.r
+
+
+def as_floor(floor) -> FloorPlan | None:
+    """`floor` as a `FloorPlan`: None stays None, an `Undetected` target is a plan with no
+    ledger history and no phase 1. Raises TypeError for anything else."""
+    if floor is None or isinstance(floor, FloorPlan):
         return floor
-    p, r = floor
-    return Undetected(1, float(p), float(r))
+    if isinstance(floor, Undetected):
+        return FloorPlan(floor)
+    raise TypeError(f"floor: a FloorPlan or a config.Undetected, not {floor!r}")
 
 
 def untied_rho(matrix, rho: np.ndarray, test=None) -> float:
@@ -236,13 +258,13 @@ def resolve(config, override: str | None = None) -> Undetected:
     return parse_undetected(override, config.defaults) if override is not None else config.undetected
 
 
-def plan_kwargs(target: Undetected, ledger_path, *, training=None, batch_size: float, steps: int,
-                r_run: float | None = None) -> dict:
-    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`), the ledger's
-    runs without a floor account (`legacy_runs`) and, for `[training] phases = 2` with
-    phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for."""
+def floor_plan(target: Undetected, ledger_path, *, training=None, batch_size: float, steps: int,
+               r_run: float | None = None) -> FloorPlan:
+    """The `FloorPlan` of a run: `target`, this run's target r (`r_run`), the ledger's runs without
+    a floor account (`legacy_runs` of `ledger_path`) and, for `[training] phases = 2` with
+    phase1 = "noised" (`training`, a `config.TrainingConfig`), phase 1's (B₁, T₁) to reserve σ₁
+    for (B₁ = phase1_batch_size or `batch_size`, T₁ = phase1_steps or `steps`)."""
     phase1 = None
     if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
         phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
-    return {"floor": target, "floor_r_run": r_run, "floor_legacy": tuple(legacy_runs(ledger_path, target)),
-            "phase1": phase1}
+    return FloorPlan(target, r_run, tuple(legacy_runs(ledger_path, target)), phase1)
