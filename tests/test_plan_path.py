@@ -14,7 +14,9 @@ from repoguard.cli import build_parser, main
 from repoguard.core.config import parse_config
 from repoguard.planning.plan import load_plan
 
-PKG = Path(__file__).resolve().parent.parent / "repoguard"
+import repoguard
+
+PKG = Path(repoguard.__file__).resolve().parent       # the package under test
 
 
 @pytest.fixture

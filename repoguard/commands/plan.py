@@ -7,6 +7,7 @@ HELP = "weight examples (Hush LP), calibrate the noise per secret, write plan/ (
 
 
 def register(parser) -> None:
+    """`plan [PATH]` and the plan flags it shares with `run` (`_plan_flags.add_plan_flags`)."""
     from repoguard.commands._common import add_json_flag, add_path_argument
     from repoguard.commands._plan_flags import add_plan_flags
 
@@ -16,6 +17,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Plan against OUT's incidence and ledger under the run lock; 0 when the plan is written.
+    Raises InputError (bad flags or inputs, exit 2) and PolicyError (a budget spent, exit 1)."""
     from repoguard.commands._common import resolve_repo
     from repoguard.commands._plan_flags import check_plan_flags
 

@@ -14,6 +14,7 @@ SCHEDULED_FRACTION = 0.5
 
 
 def register(parser) -> None:
+    """`run [PATH]` with its own flags, the plan flags it shares with `plan` and the training flags."""
     add_path_argument(parser)
     add_json_flag(parser)
     a = parser.add_argument
@@ -51,6 +52,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Run the pipeline (under the run lock, or as a scheduled run) and print its summary; 0 when
+    done. Raises InputError (exit 2) and PolicyError (exit 1) as the module docstring says."""
     import logging
     import sys
 

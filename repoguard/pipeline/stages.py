@@ -65,6 +65,8 @@ def _read(path: Path):
 
 # -- scan -----------------------------------------------------------------------------------------
 class scan:
+    """Working tree → OUT/scan/ (credential findings, redacted) through `credentials.job.run_scan`."""
+
     name = "scan"
 
     @staticmethod
@@ -101,6 +103,8 @@ class scan:
 
 # -- analyze --------------------------------------------------------------------------------------
 class analyze:
+    """Checkout + config → OUT/corpus/ and OUT/incidence/ through `analyzers.analyze.run_analyze`."""
+
     name = "analyze"
 
     @staticmethod
@@ -256,6 +260,8 @@ def _train_cfg(ctx):
 
 
 class train:
+    """Plan + corpus → OUT/train/ (adapter, privacy report) through `train_stage.run_training`."""
+
     name = "train"
 
     @staticmethod
@@ -303,11 +309,14 @@ def _final_loss(path: Path):
 
 # -- audit ----------------------------------------------------------------------------------------
 class audit:
+    """`run --audit` only: OUT/audit/extraction.json through `audit.extraction.run_extract_audit`."""
+
     name = "audit"
 
     @staticmethod
     def enabled(settings) -> bool:
-        return bool(settings.audit)       # `run --audit` only
+        """Whether this run audits (`RunSettings.audit`, `run --audit`)."""
+        return bool(settings.audit)
 
     @staticmethod
     def inputs(ctx):
@@ -343,6 +352,8 @@ def _audit_steps(ctx) -> int:
 
 # -- report ---------------------------------------------------------------------------------------
 class report:
+    """Every artefact → OUT/report/ (HTML and JSON) through `report.build_report`."""
+
     name = "report"
 
     @staticmethod

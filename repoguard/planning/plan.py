@@ -7,7 +7,7 @@ On disk (`OUT/plan/`, format version 1):
                 hand-edited σ or ρ is refused, issue 32 I); extra["inputs"]: the digests of the
                 corpus and incidence it was built from (and of the config, `provenance.py`)
     plan.npz    example_ids (str), w (float64), rho (float64), test (bool: held-out examples,
-                `evaluation/split.py`; absent in older plans = none), aligned with the incidence rows
+                `source/split.py`; absent in older plans = none), aligned with the incidence rows
 """
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     "noise_reduction" (σ_uniform/σ), "retention" (`retention.retention`: examples, Σw and Σw/n
     per secret and per top-level directory), "seconds", with `floor` "undetected_floor"
     (`undetected.floor_record`) and "floor_bought" (what the floor's noise bought back), and with `holdout` (an
-    `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
+    `source.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
     are null.
 
