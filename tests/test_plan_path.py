@@ -25,7 +25,8 @@ def project(tmp_path):
     files = {f"src/f{i}.py": [2 * i, 2 * i + 1] for i in range(30)}
     ids = [f"ex{i}" for i in range(60)]
     secrets = [Secret("sec-a", "declared", 1e-6, 1e-2), Secret("sec-b", "declared", 1e-6, 5e-3)]
-    ev = [Evidence(f"src/f{i}.py", s.id, "declared", "test") for s in secrets for i in range(0, 10, 1 + (s.id == "sec-b"))]
+    ev = [Evidence(f"src/f{i}.py", s.id, "declared", "test")
+          for s in secrets for i in range(0, 10, 1 + (s.id == "sec-b"))]
     out = tmp_path / "out"
     save_incidence(build_incidence(ids, files, secrets, ev), out)
     # clip_norm equal to the built-in default: still "set in the file"
