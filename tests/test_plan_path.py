@@ -179,3 +179,27 @@ def test_a_floor_is_one_type(project):
     assert tight.sigma > a.sigma and tight.extra["undetected_floor"]["r_run"] == 5e-4
     with pytest.raises(TypeError):
         build_plan(inc, batch_size=8, steps=50, c=1.0, floor=(1e-10, 1e-3))
+
+
+def test_run_resolves_its_settings_once_with_their_sources(tmp_path):
+    """`run`'s plan and training settings from its flags and the file, as `-v` prints them and the
+    plan stage uses them (the budget fraction's default is 0.5 under --scheduled, else 1)."""
+    from repoguard.commands._plan_flags import settings_from_args
+    from repoguard.commands.run import SCHEDULED_FRACTION, training_settings
+    from repoguard.commands.train import phase_overrides
+
+    cfg = parse_config("[training]\nmax_length = 128\n\n[plan]\nsteps = 50\n", path=tmp_path / "repoguard.toml")
+    args = build_parser().parse_args(["run", "--lr", "0.01", "--two-phase", "--scheduled", "--cap", "gdp"])
+    plan = settings_from_args(cfg, args, budget_fraction=SCHEDULED_FRACTION)
+    assert (plan["budget_fraction"], plan.source("budget_fraction")) == (0.5, "default")
+    assert (plan["steps"], plan.source("steps")) == (50, "file")
+    assert (plan["cap"], plan.source("cap")) == ("gdp", "flag")
+    assert (plan["batch_size"], plan.source("batch_size")) == (None, "default")     # the batch rule's
+    train = training_settings(cfg, args, phase_overrides(args))
+    assert {k: train.source(k) for k in ("lr", "max_length", "phases", "seed")} == {
+        "lr": "flag", "max_length": "file", "phases": "flag", "seed": "default"}
+    assert train["phases"] == 2 and train["max_length"] == 128
+    given = build_parser().parse_args(["run", "--budget-fraction", "0.3", "--scheduled"])
+    s = settings_from_args(cfg, given, budget_fraction=SCHEDULED_FRACTION)
+    assert (s["budget_fraction"], s.source("budget_fraction")) == (0.3, "flag")
+    assert "budget_fraction = 0.3 (flag)" in s.lines()
