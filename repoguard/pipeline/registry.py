@@ -9,7 +9,17 @@ A stage is any object with
     outputs(ctx) -> str              SHA-256 (hex) of the artefacts it wrote (what downstream reads)
     describe(info) -> str            the tail of its "done" line
 
-and optionally `enabled(settings) -> bool` (a stage only some runs want, such as the audit).
+and optionally
+
+    enabled(settings) -> bool        whether this run runs it (the audit: `run --audit` only)
+    before(ctx, rerun) -> bool       called before it runs; may call `rerun(name)` to run an
+                                     earlier stage again (→ (info, seconds)) and returns True
+                                     when it did, so its own inputs are hashed again (train
+                                     re-plans when the ledger moved)
+    after(ctx, info)                 called after it ran; may stop the run (scan: PolicyError
+                                     under --fail-on-findings)
+
+The runner knows no stage by name.
 Adding a stage is a module defining such an object and one line in `_order` below.
 """
 from __future__ import annotations

@@ -93,6 +93,16 @@ class scan:
                 "files": doc.get("stats", {}).get("files"), "report": str(report)}
 
     @staticmethod
+    def after(ctx, info) -> None:
+        """`--fail-on-findings`: stop the run after the scan (PolicyError, exit 1) when it found
+        credentials in the working tree."""
+        if ctx.settings.fail_on_findings and info.get("findings"):
+            from repoguard.core.errors import PolicyError
+
+            raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
+                              f"(--fail-on-findings); see {ctx.out / 'scan' / 'findings.json'}")
+
+    @staticmethod
     def outputs(ctx):
         return tree_digest(ctx.out / "scan" / "findings.json")
 
@@ -287,6 +297,27 @@ class train:
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],
                 "steps_completed": rep["steps_completed"], "private": rep["private"], "sigma": rep["sigma"],
                 "final_loss": _final_loss(ctx.out / "train" / "train_log.jsonl")}
+
+    @staticmethod
+    def before(ctx, rerun) -> bool:
+        """Training must start from a plan made against the ledger's current head (guard.py).
+
+        The plan's own input is the last entry of *other* runs, so after this directory's training
+        appended to the ledger the plan stage reads as unchanged and is skipped, yet the trainer
+        would refuse it. It is re-made here through `rerun("plan")` (recorded as run: summary,
+        state, seconds) and a line says so: the "plan: unchanged, skipped" line printed before no
+        longer describes the plan trained on. Returns True when it re-planned."""
+        from repoguard.accounting.ledger import read_entries
+        from repoguard.planning.plan import load_plan
+
+        head, _ = ledger_heads(ctx.ledger, set())
+        if load_plan(ctx.out).extra.get("ledger_head", head) == head:
+            return False
+        ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
+        info, secs = rerun("plan")
+        ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
+                f"in {secs:.1f} s{plan.describe(info)}")
+        return True
 
     @staticmethod
     def outputs(ctx):
