@@ -15,8 +15,8 @@ certified by `accounting.calibrate` with the floor as one more secret, as `plan.
   σ_floor at that ρ (what a careful team does without Hush); declared secrets are never sampled,
   so their bound is their prior p;
 - `two-phase-noised` [JFT §3.1]: σ₁ reserved for a noised phase 1 on the public examples
-  (`undetected.FloorAccount.reserve_phase1`, as `build_plan(phase1=…)` does) and counted spent;
-  phase 2 keeps the hush plan's weights with σ re-certified, so σ ≥ σ_floor over both phases.
+  (`undetected.FloorAccount.reserve_phase1`, as `build_plan` does for a `FloorPlan` with a
+  phase 1) and counted spent; phase 2 keeps the hush plan's weights with σ re-certified, so σ ≥ σ_floor over both phases.
 
 References (`REFERENCES`) meet the declared targets or nothing, never the floor: `drop`
 (tied examples removed, no noise), `no-dp` (no noise) and `two-phase` (clear phase 1, then the
@@ -262,8 +262,8 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     `undetected.FloorAccount.reserve_phase1` (half the floor's headroom, ρ₁ = B₁/n_public), counted
     as spent before σ is calibrated, so the floor holds over both phases; the record goes to
     `extra["undetected_floor"]["phase1"]`, where `training.phases.prepare` takes σ₁ from.
-    (Unlike `build_plan(phase1=…)`, c is not re-optimised for phase 1's share: phase 2 keeps the
-    hush weights, so the two arms differ only by phase 1.) `like`: the plan whose c, cap and
+    (Unlike `build_plan` with a `FloorPlan` phase 1, c is not re-optimised for phase 1's share:
+    phase 2 keeps the hush weights, so the two arms differ only by phase 1.) `like`: the plan whose c, cap and
     extra (LP, retention…) the arm inherits."""
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.accounting.calibrate import Infeasible, calibrate
