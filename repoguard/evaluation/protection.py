@@ -16,7 +16,8 @@ certified by `accounting.calibrate` with the floor as one more secret, as `plan.
   so their bound is their prior p;
 - `two-phase-noised` [JFT §3.1]: σ₁ reserved for a noised phase 1 on the public examples
   (`undetected.FloorAccount.reserve_phase1`, as `build_plan` does for a `FloorPlan` with a
-  phase 1) and counted spent; phase 2 keeps the hush plan's weights with σ re-certified, so σ ≥ σ_floor over both phases.
+  phase 1) and counted spent; phase 2 keeps the hush plan's weights with σ re-certified, so
+  σ ≥ σ_floor over both phases.
 
 References (`REFERENCES`) meet the declared targets or nothing, never the floor: `drop`
 (tied examples removed, no noise), `no-dp` (no noise) and `two-phase` (clear phase 1, then the

@@ -30,7 +30,7 @@ class RunOptions:
     insecure_reproducible: bool = False  # tests only: sampler and noise from `[training] seed`
     keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
-    floor: Protection = DEFAULT_PROTECTION  # `[defaults]` (p, r): a noised phase 1's target when the plan records no floor
+    floor: Protection = DEFAULT_PROTECTION  # `[defaults]` (p, r): a noised phase 1's target (plan without a floor)
     config_digest: str | None = None     # `provenance.analysis_config_digest` of the config in use
     floor_digest: str | None = None      # `provenance.floor_digest` of the config in use
 
