@@ -44,7 +44,7 @@ def main(argv=None) -> int:
 
     from repo_tools import build
     from repoguard.cli import main as cli
-    from repoguard.core.config import load_config
+    from repoguard.core.config import Undetected, load_config
     from repoguard.evaluation.compare import run_compare
     from repoguard.evaluation.compare_text import format_table
     from repoguard.planning.plan import load_plan
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
                                   eval_max_examples=args.eval_examples, eval_max_lines=args.eval_lines)
         arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
         doc = run_compare(root=repo, out=out, cfg=cfg, arms=arms, seed=args.seed, show_progress=False,
-                          floor=(config.defaults.p, config.defaults.r), phase1_steps=args.phase1_steps)
+                          floor=Undetected(1, config.defaults.p, config.defaults.r), phase1_steps=args.phase1_steps)
         plan = load_plan(out)
     print(format_table(doc))
     su = plan.extra.get("sigma_uniform")

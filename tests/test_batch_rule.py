@@ -53,7 +53,7 @@ def test_choice_sources_flag_config_file_and_default(tmp_path):
 
 def _run_plan_stage(repo: Path, out: Path, settings: RunSettings) -> dict:
     """`repoguard run`'s analyze and plan stages (no training), as the runner calls them."""
-    from repoguard.pipeline import stages as st
+    from repoguard.pipeline import registry
     from repoguard.core.config import default_config_path
     from repoguard.source.gitrepo import open_repo
     from repoguard.pipeline.context import Context, load_state
@@ -63,8 +63,8 @@ def _run_plan_stage(repo: Path, out: Path, settings: RunSettings) -> dict:
     ctx = Context(open_repo(repo), config, cfg_path.read_bytes(), str(cfg_path), out, settings,
                   load_state(out), lambda s: None)
     for name in ("analyze", "plan"):
-        ctx.infos[name] = st.STAGE_FUNCS[name].execute(ctx)
-    return ctx.infos["plan"], st.STAGE_FUNCS["plan"].describe(ctx.infos["plan"])
+        ctx.infos[name] = registry.get(name).execute(ctx)
+    return ctx.infos["plan"], registry.get("plan").describe(ctx.infos["plan"])
 
 
 @pytest.mark.slow

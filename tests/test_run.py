@@ -237,7 +237,7 @@ def test_run_targets_spend_a_fraction_of_the_remaining_headroom():
     bound (Hush Lemma 3.2), and a secret already over r keeps r (the plan then refuses it)."""
     from repoguard.accounting.bounds import kl_bound
     from repoguard.analyzers.incidence import Secret
-    from repoguard.pipeline.stages import run_targets
+    from repoguard.accounting.targets import run_targets
 
     a, b, c = Secret("a", "declared", 1e-6, 1e-2, ""), Secret("b", "declared", 1e-6, 1e-2, ""), \
         Secret("c", "declared", 1e-6, 1e-4, "")
@@ -260,7 +260,7 @@ def test_run_targets_use_the_certified_bound_of_the_ledgers_pairs():
     from repoguard.accounting.divergences import DEFAULT_ALPHAS, Mixture
     from repoguard.accounting.pld import pair_record, pld_bound
     from repoguard.analyzers.incidence import Secret
-    from repoguard.pipeline.stages import run_targets
+    from repoguard.accounting.targets import run_targets
     from repoguard.planning.undetected import run_pair
 
     p, r = 1e-10, 2e-3                               # one night at the fixture's floor spends ≈ 1e-3

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from repoguard.cli import main
+from repoguard.core.config import Undetected
 from repoguard.core.errors import InputError
 from repoguard.training.model import TinyConfig, apply_lora, build_tiny_model
 from repoguard.training.trainer import TrainSettings
@@ -265,7 +266,7 @@ def test_compare_two_phase_arms(planned):
                          micro_batch_size=8, eval_every=0)
     arms = ("hush", "two-phase", "two-phase-noised")
     doc = run_compare(root=out.parent, out=out, cfg=cfg, arms=arms, seed=7, show_progress=False,
-                      floor=(1e-4, 0.05), phase1_steps=2)
+                      floor=Undetected(1, 1e-4, 0.05), phase1_steps=2)
     got = doc["arms"]
     assert got["two-phase"]["eval_rows"] == got["hush"]["eval_rows"] == got["two-phase-noised"]["eval_rows"]
     for name, mode in (("two-phase", "clear"), ("two-phase-noised", "noised")):

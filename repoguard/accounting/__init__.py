@@ -4,7 +4,8 @@ the ledger `OUT/ledger.jsonl`; hands certified bounds and σ back to `planning` 
 Per-secret privacy accounting for weighted-Poisson DP-SGD [Hush §4, Alg. 2].
 
 `divergences` (the dominating pair's KL/Rényi divergences) → `bounds` (Hush Lemma 3.2) →
-`calibrate` (σ for every secret's target) → `ledger` (what each secret has spent across runs).
+`calibrate` (σ for every secret's target) → `ledger` (what each secret has spent across runs);
+`targets` (a run's share of each secret's remaining headroom, the budget fraction).
 `spending` types what a run spends (`SpendingEvent`) and what earlier runs spent (`Spent`);
 `kinds` names the choices (adjacency, accountant, cap); `search` is the one bisection.
 """

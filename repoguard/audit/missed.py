@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from repoguard.core.config import DEFAULT_PROTECTION
 from repoguard.core.errors import InputError
 
 RUNS = ("hush", "no-dp", "drop", "two-phase-noised", "two-phase-clear")    # every run this audit knows
@@ -83,7 +84,8 @@ def predicted_exposure(parts, adjacency: str, *, level: float = LEVEL, max_expos
 
 def run_missed_canary_audit(*, out: Path, root: Path, cfg, n_insert: int = 1, n_references: int = 10_000,
                             steps: int | None = None, phase1_steps: int | None = None, seed: int = 0,
-                            fmt=None, floor: tuple[float, float] = (1e-10, 1e-3), device: str = "auto",
+                            fmt=None, floor: tuple[float, float] = (DEFAULT_PROTECTION.p, DEFAULT_PROTECTION.r),
+                            device: str = "auto",
                             runs=None, show_progress: bool = False, tiny_size=None) -> dict:
     """Plant one canary in `n_insert` public examples, train `runs` (default `default_runs`;
     module docstring), measure exposure and compare it with each DP run's predicted ceiling.

@@ -7,31 +7,22 @@ HELP = "weight examples (Hush LP), calibrate the noise per secret, write plan/ (
 
 
 def register(parser) -> None:
+    """`plan [PATH]` and the plan flags it shares with `run` (`_plan_flags.add_plan_flags`)."""
     from repoguard.commands._common import add_json_flag, add_path_argument
+    from repoguard.commands._plan_flags import add_plan_flags
 
     add_path_argument(parser)
-    parser.add_argument("--batch-size", type=float, default=None, metavar="B",
-                        help="expected batch size B (default: [plan] batch_size when the config sets it, else the "
-                             "batch rule from the number of untied examples; plan.json extra.batch_rule says which)")
-    parser.add_argument("--steps", type=int, default=None, metavar="T",
-                        help="training steps T (default: [plan] steps when the config sets it, else the batch rule)")
-    parser.add_argument("--clip-norm", type=float, default=None, metavar="C", help="per-example clip norm C")
-    g = parser.add_mutually_exclusive_group()
-    g.add_argument("--c", type=float, default=None, help="LP scale c (budgets c·cap_j)")
-    g.add_argument("--sweep", action="store_true", help="sweep c = 2^-6…2^4 and pick max Σw/σ")
-    parser.add_argument("--accountant", choices=("best", "kl", "renyi"), default=None)
-    parser.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
-    parser.add_argument("--cap", choices=("kl", "gdp"), default=None,
-                        help="per-secret LP budget: kl(r‖p) (Hush) or Φ⁻¹(1−p)−Φ⁻¹(1−r) (SecPE)")
-    parser.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
-                        help="undetected-secret floor for this run (default: [defaults] undetected, on: k = 1 at "
-                             "the default p, r); \"off\" opts out, and every output says so")
+    add_plan_flags(parser)
     add_json_flag(parser)
 
 
 def run(args) -> int:
+    """Plan against OUT's incidence and ledger under the run lock; 0 when the plan is written.
+    Raises InputError (bad flags or inputs, exit 2) and PolicyError (a budget spent, exit 1)."""
     from repoguard.commands._common import resolve_repo
+    from repoguard.commands._plan_flags import check_plan_flags
 
+    check_plan_flags(args)
     _repo, config, out = resolve_repo(args, allow_plain=True)
     from repoguard.pipeline.scheduled import run_lock
 
@@ -40,81 +31,18 @@ def run(args) -> int:
 
 
 def _run(args, config, out) -> int:
-    from repoguard.accounting.ledger import verify
     from repoguard.commands._common import print_json
-    from repoguard.core.errors import InputError, PolicyError
-    from repoguard.analyzers.incidence import load_incidence
-    from repoguard.planning.plan import build_plan, save_plan
-    from repoguard.planning.summary import CalibrationProgress, plan_summary
+    from repoguard.commands._plan_flags import print_settings, settings_from_args
+    from repoguard.planning.make import make_plan
 
-    pc = config.plan
-    clip = args.clip_norm if args.clip_norm is not None else pc.clip_norm
-    c = 0.0 if args.sweep else (args.c if args.c is not None else pc.c)
-    from repoguard.planning.limits import check_plan_values
-
-    check_plan_values(batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm)
-    check_plan_values(clip_norm=clip, names={"clip_norm": "[plan] clip_norm"})
-    if not (c >= 0 and c < float("inf")):
-        raise InputError(f"--c: must be ≥ 0 (0 sweeps), not {c!r}")
-    inc = load_incidence(out)
-    from repoguard.source.corpus import check_corpus
-
-    check_corpus(out, inc.example_ids)     # the corpus `train` reads, verified now (issue 41 item 8)
-    from repoguard.analyzers.unmatched import warn
-
-    warn(inc.summary.get("unmatched") or {})
-    from repoguard.source.split import split_from_config
-    split = split_from_config(inc.example_ids, pc)
-    from repoguard.planning.batch_rule import choose_batch, untied_count
-
-    # the same choice as `run`'s plan stage: flag, else [plan] in the file, else the batch rule
-    choice = choose_batch(config, untied_count(inc, pc), batch_size=args.batch_size, steps=args.steps)
-    batch, steps = choice["batch_size"], choice["steps"]
-    check_plan_values(batch_size=batch, steps=steps, names={"batch_size": "[plan] batch_size", "steps": "[plan] steps"})
-    from repoguard.accounting.published import check_published, mark_insecure
-
-    check_published(out, out / "ledger.jsonl")       # a deleted ledger never resets the budget
-    # The whole chain and every side file, as `repoguard ledger verify` checks them (issue 41 item 9):
-    # `spending` alone checks the last entry's files, and `train` would refuse the plan later.
-    check = verify(out / "ledger.jsonl")
-    if not check["ok"]:
-        raise PolicyError(f"{out / 'ledger.jsonl'}: ledger fails verification ({check['problems'][0]}); "
-                          "refusing to plan against it (`repoguard ledger verify` lists every problem)")
-    from repoguard.planning import undetected
-
-    target = undetected.resolve(config, args.undetected)
-    spent = undetected.spent_for(out / "ledger.jsonl", target)
-    from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
-
-    exposures, clear_runs = plan_exposures(out / "ledger.jsonl", inc, config.ledger.acknowledged_exposures,
-                                           config_path=config.path)
-    # The trainer refuses this plan if other runs are recorded after this head (training/guard.py).
-    head = check.get("last_hash") or "0" * 64
-    floor = undetected.plan_kwargs(target, training=config.training, batch_size=batch, steps=steps)
-    progress = None if (args.quiet or args.json) else CalibrationProgress()
-    try:
-        from repoguard.planning.value import plan_values
-
-        plan = build_plan(inc, batch_size=batch, steps=steps, clip_norm=clip, c=c, **plan_values(out, inc, pc.objective),
-                          cap=args.cap or pc.cap, accountant=args.accountant or pc.accountant,
-                          adjacency=args.adjacency or pc.adjacency, spent=spent,
-                          progress=progress, holdout=split, **floor)
-    finally:
-        if progress is not None:
-            progress.close()
-    plan.extra["ledger_head"] = head
-    plan.extra["batch_rule"] = choice
-    from repoguard.core.provenance import plan_config_inputs
-
-    plan.extra["inputs"] = plan_config_inputs(config)    # save_plan adds corpus, incidence
-    mark_insecure(plan, out / "ledger.jsonl")
-    mark_plan(plan, exposures, clear_runs)
-    target = save_plan(plan, out)
-    summary = plan_summary(plan, target)
+    settings = settings_from_args(config, args)
+    made = make_plan(config, out, settings, show_progress=not (args.quiet or args.json))
+    if args.verbose and not args.json:
+        print_settings(made.settings, "plan settings")
     if args.json:
-        print_json(summary)
+        print_json(made.summary)
     elif not args.quiet:
-        _print(plan, summary)
+        _print(made.plan, made.summary)
     return 0
 
 
@@ -140,7 +68,7 @@ def _print(plan, summary) -> None:
                       "weight against σ")
     ret = {r["secret"]: r for r in (summary.get("retention") or {}).get("per_secret", [])}
     if not plan.secrets:
-        from repoguard.pipeline.stages import NO_SECRETS
+        from repoguard.planning.make import NO_SECRETS
 
         con.print(NO_SECRETS, markup=False)
     t = Table(title=f"per-secret bounds (σ = {plan.sigma:.4g}, B = {plan.batch_size:g}, T = {plan.steps})")

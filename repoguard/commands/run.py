@@ -11,40 +11,25 @@ NAME = "run"
 HELP = "run the whole pipeline (scan, analyze, plan, train, audit, report); --scheduled for cron/CI"
 
 SCHEDULED_FRACTION = 0.5
-STAGE_NAMES = ("scan", "analyze", "plan", "train", "audit", "report")
 
 
 def register(parser) -> None:
+    """`run [PATH]` with its own flags, the plan flags it shares with `plan` and the training flags."""
     add_path_argument(parser)
     add_json_flag(parser)
     a = parser.add_argument
-    a("--from", dest="from_stage", choices=STAGE_NAMES, default=None, metavar="STAGE",
-      help=f"re-run from this stage on ({', '.join(STAGE_NAMES)})")
+    from repoguard.pipeline.registry import names
+
+    a("--from", dest="from_stage", choices=names(), default=None, metavar="STAGE",
+      help=f"re-run from this stage on ({', '.join(names())})")
     a("--scheduled", action="store_true",
       help="cron/CI mode: lock, new run directory OUT/runs/<time>-<id>/ with OUT/runs/latest, shared ledger")
     a("--audit", action="store_true", help="also run the extraction audit (trains a DP and a --no-dp model)")
     a("--audit-steps", type=int, default=None, metavar="T", help="steps of each audit model (default 20)")
     a("--fail-on-findings", action="store_true", help="exit 1 after the scan when it finds credentials")
-    g = parser.add_argument_group("plan (default: [plan] in the config)")
-    g.add_argument("--steps", type=int, default=None, metavar="T",
-                   help="training steps T (default: [plan] steps when the config sets it, else the batch rule "
-                        "from the number of untied examples, as `repoguard plan`)")
-    g.add_argument("--batch-size", type=float, default=None, metavar="B",
-                   help="expected batch size B (default: [plan] batch_size when the config sets it, else the "
-                        "batch rule: grows with √n, at most the number n of untied training examples)")
-    g.add_argument("--budget-fraction", type=float, default=None, metavar="F",
-                   help="spend at most this share of each secret's remaining headroom r − b₀ "
-                        "(default 1; 0.5 with --scheduled, so later runs keep a budget)")
-    g.add_argument("--clip-norm", type=float, default=None, metavar="C")
-    g.add_argument("--undetected", default=None, metavar="off|k=1,p=…,r=…",
-                   help="undetected-secret floor (default: [defaults] undetected, on: k = 1 at the default p, r); "
-                        "\"off\" opts out, and every output says so")
-    x = g.add_mutually_exclusive_group()
-    x.add_argument("--c", type=float, default=None, help="LP scale c (default: [plan] c; 0 sweeps)")
-    x.add_argument("--sweep", action="store_true", help="sweep c and pick max Σw/σ")
-    g.add_argument("--cap", choices=("kl", "gdp"), default=None)
-    g.add_argument("--accountant", choices=("best", "kl", "renyi"), default=None)
-    g.add_argument("--adjacency", choices=("zero-out", "replace"), default=None)
+    from repoguard.commands._plan_flags import add_plan_flags
+
+    add_plan_flags(parser.add_argument_group("plan (default: [plan] in the config)"))
     t = parser.add_argument_group("training (default: [training] in the config)")
     t.add_argument("--model", metavar="DIR|NAME", default=None,
                    help="local Hugging Face checkpoint, or smollm2-135m once fetched "
@@ -67,6 +52,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    """Run the pipeline (under the run lock, or as a scheduled run) and print its summary; 0 when
+    done. Raises InputError (exit 2) and PolicyError (exit 1) as the module docstring says."""
     import logging
     import sys
 
@@ -81,6 +68,13 @@ def run(args) -> int:
     config_path = args.config or (str(default_config_path(repo.root))
                                   if default_config_path(repo.root).is_file() else None)
     quiet = args.quiet or args.json
+    from repoguard.commands._plan_flags import print_settings, settings_from_args
+
+    plan_s = settings_from_args(config, args, budget_fraction=SCHEDULED_FRACTION if args.scheduled else 1.0)
+    train_s = training_settings(config, args, phases)
+    if args.verbose and not args.json:
+        print_settings(plan_s, "plan settings")
+        print_settings(train_s, "training settings")
     settings = RunSettings(
         batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm, c=args.c, sweep=args.sweep,
         cap=args.cap, accountant=args.accountant, adjacency=args.adjacency, model=args.model,
@@ -88,8 +82,7 @@ def run(args) -> int:
         seed=args.seed, device=args.device,
         no_dp=args.no_dp, insecure_reproducible=args.insecure_reproducible,
         keep_checkpoint=args.keep_checkpoint, audit=args.audit, audit_steps=args.audit_steps,
-        undetected=args.undetected, budget_fraction=(args.budget_fraction if args.budget_fraction is not None
-                         else SCHEDULED_FRACTION if args.scheduled else 1.0),
+        undetected=args.undetected, budget_fraction=plan_s["budget_fraction"], plan_settings=plan_s,
         from_stage=args.from_stage, fail_on_findings=args.fail_on_findings, show_progress=not quiet,
         phases=phases["phases"], phase1=phases["phase1"], phase1_steps=phases["phase1_steps"],
         phase1_lr=phases["phase1_lr"])
@@ -125,8 +118,8 @@ def check_flags(args) -> dict:
     import math
 
     from repoguard.commands.train import phase_overrides
+    from repoguard.commands._plan_flags import check_plan_flags
     from repoguard.core.errors import InputError
-    from repoguard.planning.limits import check_plan_values
 
     for flag in ("max_length", "lora_r", "micro_batch_size", "audit_steps"):
         v = getattr(args, flag)
@@ -134,13 +127,24 @@ def check_flags(args) -> dict:
             raise InputError(f"--{flag.replace('_', '-')}: must be ≥ 1, got {v}")
     if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
         raise InputError(f"--lr: must be > 0, got {args.lr}")
-    check_plan_values(batch_size=args.batch_size, steps=args.steps, clip_norm=args.clip_norm)
-    if args.c is not None and not (math.isfinite(args.c) and args.c >= 0):
-        raise InputError(f"--c: must be ≥ 0 (0 sweeps), not {args.c!r}")
-    f = args.budget_fraction
-    if f is not None and not 0 < f <= 1:
-        raise InputError(f"--budget-fraction: must be in (0, 1], not {f!r}")
+    check_plan_flags(args)
     return phase_overrides(args)
+
+
+# Training settings name → `[training]` key, for `-v` (`core.settings.resolve`)
+TRAIN_KEYS = {"model": "training.model", "max_length": "training.max_length", "lora_r": "training.lora_r",
+              "lr": "training.learning_rate", "micro_batch_size": "training.micro_batch_size",
+              "seed": "training.seed", "phases": "training.phases", "phase1": "training.phase1",
+              "phase1_steps": "training.phase1_steps", "phase1_lr": "training.phase1_lr"}
+
+
+def training_settings(config, args, phases: dict):
+    """The training settings of this run, each from its flag or `[training]` with its source
+    (`core.settings.Settings`): what `-v` prints. `phases`: `train.phase_overrides(args)`."""
+    from repoguard.core.settings import resolve
+
+    flags = {k: getattr(args, k) for k in TRAIN_KEYS if k not in phases} | phases
+    return resolve(config, flags, TRAIN_KEYS)
 
 
 def check_config_flags(args, config) -> None:
@@ -163,7 +167,7 @@ def check_config_flags(args, config) -> None:
 def _print(s: dict, con) -> None:
     from rich.table import Table
 
-    from repoguard.pipeline.stages import NO_SECRETS
+    from repoguard.planning.make import NO_SECRETS
     from repoguard.planning.retention import secret_lines
 
     def num(x, fmt=".4g"):

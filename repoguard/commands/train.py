@@ -92,7 +92,7 @@ def run(args) -> int:
 
     opts = RunOptions(steps=args.steps, private=not args.no_dp, resume=args.resume, device=args.device,
                       insecure_reproducible=args.insecure_reproducible, keep_checkpoint=args.keep_checkpoint,
-                      show_progress=not args.quiet, floor=(config.defaults.p, config.defaults.r),
+                      show_progress=not args.quiet, floor=config.defaults,
                       config_digest=analysis_config_digest(config), floor_digest=floor_digest(config))
     from repoguard.training.ddp import launched_rank
 

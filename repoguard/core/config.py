@@ -43,6 +43,12 @@ class Protection:
     r: float
 
 
+# The one place the default (p, r) is written: `[defaults]` when the file sets none, the
+# undetected-secret floor's target when `[defaults] undetected` gives none, and every caller that
+# needs "the default protection" without a config (Hush Def. 3.1's (p, r); docs/privacy.md).
+DEFAULT_PROTECTION = Protection(1e-10, 1e-3)
+
+
 @dataclass(frozen=True)
 class Undetected:
     """`[defaults] undetected`: the undetected-secret floor (docs/privacy.md "Undetected-secret floor").
@@ -53,8 +59,8 @@ class Undetected:
     `[defaults]`'s) or `undetected = "off"`."""
 
     k: int = 1
-    p: float = 1e-10
-    r: float = 1e-3
+    p: float = DEFAULT_PROTECTION.p
+    r: float = DEFAULT_PROTECTION.r
     enabled: bool = True
 
     @property
@@ -236,10 +242,15 @@ class LedgerConfig:
 
 @dataclass(frozen=True)
 class Config:
-    """The whole resolved config. `path` is None when defaults are used (no file)."""
+    """The whole resolved config. `path` is None when defaults are used (no file).
+
+    `file_keys` holds the dotted keys the file itself set ("plan.steps", "defaults.undetected",
+    …; a value equal to the built-in default is still "set in the file"), so the resolved
+    settings (`core.settings`) can say where each value came from without parsing the file again.
+    It takes no part in equality or `to_dict`."""
 
     path: Path | None
-    defaults: Protection = Protection(1e-10, 1e-3)
+    defaults: Protection = DEFAULT_PROTECTION
     undetected: Undetected = Undetected()
     levels: Mapping[str, Protection] = field(default_factory=dict)
     corpus: CorpusConfig = CorpusConfig()
@@ -249,6 +260,11 @@ class Config:
     plan: PlanConfig = PlanConfig()
     training: TrainingConfig = TrainingConfig()
     ledger: LedgerConfig = LedgerConfig()
+    file_keys: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def set_in_file(self, key: str) -> bool:
+        """Whether the config file set the dotted `key` ("plan.batch_size", "defaults.p")."""
+        return key in self.file_keys
 
     def secret(self, secret_id: str) -> SecretConfig:
         for s in self.secrets:
@@ -263,6 +279,7 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the resolved config (what `config validate --json` prints)."""
         d = dataclasses.asdict(self)
+        d.pop("file_keys", None)
         d["path"] = str(self.path) if self.path else None
         d["levels"] = {k: dataclasses.asdict(v) for k, v in self.levels.items()}
         return d
@@ -466,8 +483,10 @@ class _Validator:
         for k, s in sections.items():
             self._check_section(k, s)
         secrets = self.secrets(data.get("secret", []), defaults, levels)
+        file_keys = frozenset(f"{k}.{key}" for k in ("defaults", *_SECTIONS) if isinstance(data.get(k), dict)
+                              for key in data[k])
         return Config(path=self.path, defaults=defaults, undetected=undetected, levels=levels, secrets=secrets,
-                      **sections)
+                      file_keys=file_keys, **sections)
 
     def _check_section(self, name: str, s: Any) -> None:
         positive = {

@@ -58,7 +58,7 @@ def swept_arms(arms) -> list[str]:
 
 def arm_plan(name: str, base_plan, incidence, *, floor=None, snap=None, phase1=None):
     """(plan, private) of arm `name` (`protection.arm_plan`: the same declared targets, floor
-    `floor` — a `config.Undetected`, a legacy (p, r) or None for the base plan's — and ledger
+    `floor` — a `config.Undetected` or None for the base plan's — and ledger
     snapshot `snap`, None = empty, for every arm). Raises InputError for an unknown arm."""
     from repoguard.evaluation.protection import arm_plan as _arm_plan
 
@@ -146,14 +146,12 @@ def run_compare(*, root: Path, out: Path, cfg, arms=ARMS, steps: int | None = No
     from repoguard.training.model import limit_cpu_threads, load_model, pick_device
     from repoguard.training.randomness import secure_dir
     from repoguard.training.trainer import plan_fingerprint
-    from repoguard.planning.undetected import as_undetected
-
     synth = synth_settings(synth)           # before any work: a bad setting is a one-line InputError
     base_plan = load_plan(out)
     if not base_plan.test_mask.any():
         raise InputError(f"{out / 'plan'}: the plan holds no examples out ([plan] holdout_fraction = 0)")
     incidence = load_incidence(out)
-    und = as_undetected(floor) if floor is not None else base_floor(base_plan)
+    und = floor if floor is not None else base_floor(base_plan)
     levels = parse_floors(",".join(str(float(x)) for x in floors), und.p) if floors else None
     total = steps or base_plan.steps
     if not 1 <= total <= base_plan.steps:
@@ -437,13 +435,13 @@ def _two_phase(mode: str, *, model, seqs, pad_id, plan, incidence, cfg, settings
                steps1: int, batch1: float = 0.0, show_progress: bool, base_metrics=None):
     """Phase 1 (`mode`, T₁ = `steps1`, B₁ = `batch1` (0 = B), lr of the arm) then `plan`,
     unpublished; returns (phase record, phase 1's PeriodicEval). Phase 1's curve steps run −T₁…0
-    in the result. `floor` (`config.Undetected` or a legacy (p, r)) sets phase 1's (k, p, r); a
+    in the result. `floor` (a `config.Undetected`; None: k = 1 at the default (p, r)) sets phase 1's (k, p, r); a
     noised phase 1 uses the σ₁ the plan reserved (`phases.reserved_sigma1`)."""
     from repoguard.evaluation.periodic import PeriodicEval
     from repoguard.training.phases import PhaseOne, prepare, run_two_phase
-    from repoguard.planning.undetected import as_undetected
+    from repoguard.core.config import Undetected
 
-    und = as_undetected(floor if floor is not None else (1e-10, 1e-3))
+    und = floor if floor is not None else Undetected()     # k = 1 at the default (p, r)
     setup = prepare(plan, incidence, PhaseOne(mode=mode, steps=steps1, lr=cfg.phase1_lr, batch_size=batch1,
                                               k=und.k, p=und.p, r=und.r), lr=settings.lr)
     pe1 = PeriodicEval(evaluator.evaluator, every=evaluator.every, base=base_metrics)

@@ -15,8 +15,9 @@ certified by `accounting.calibrate` with the floor as one more secret, as `plan.
   σ_floor at that ρ (what a careful team does without Hush); declared secrets are never sampled,
   so their bound is their prior p;
 - `two-phase-noised` [JFT §3.1]: σ₁ reserved for a noised phase 1 on the public examples
-  (`undetected.FloorAccount.reserve_phase1`, as `build_plan(phase1=…)` does) and counted spent;
-  phase 2 keeps the hush plan's weights with σ re-certified, so σ ≥ σ_floor over both phases.
+  (`undetected.FloorAccount.reserve_phase1`, as `build_plan` does for a `FloorPlan` with a
+  phase 1) and counted spent; phase 2 keeps the hush plan's weights with σ re-certified, so
+  σ ≥ σ_floor over both phases.
 
 References (`REFERENCES`) meet the declared targets or nothing, never the floor: `drop`
 (tied examples removed, no noise), `no-dp` (no noise) and `two-phase` (clear phase 1, then the
@@ -149,13 +150,13 @@ def _split(base_plan):
 
 def base_floor(base_plan, defaults=None):
     """The floor the base plan was made with (`plan.extra["undetected_floor"]` as an
-    `Undetected`), else k = 1 at `defaults` (p, r) or (1e-10, 1e-3), enforced."""
-    from repoguard.core.config import Undetected
+    `Undetected`), else k = 1 at `defaults` (p, r) or `config.DEFAULT_PROTECTION`'s, enforced."""
+    from repoguard.core.config import DEFAULT_PROTECTION, Undetected
 
     rec = base_plan.extra.get("undetected_floor") or {}
     if "k" in rec and "p" in rec and "r" in rec:
         return Undetected(int(rec["k"]), float(rec["p"]), float(rec["r"]), bool(rec.get("enabled", True)))
-    p, r = defaults if defaults is not None else (1e-10, 1e-3)
+    p, r = defaults if defaults is not None else (DEFAULT_PROTECTION.p, DEFAULT_PROTECTION.r)
     return Undetected(1, float(p), float(r))
 
 
@@ -205,9 +206,9 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
     the ledger's spending leaves no σ ≤ 1e6 meeting the targets or the floor."""
     from repoguard.planning.baselines import clear_plan
     from repoguard.planning.plan import build_plan
-    from repoguard.planning.undetected import as_undetected, untied_rho
+    from repoguard.planning.undetected import FloorPlan, untied_rho
 
-    und = as_undetected(floor) if floor is not None else base_floor(base_plan)
+    und = floor if floor is not None else base_floor(base_plan)
     snap = snap or LedgerSnapshot()
     test = base_plan.test_mask
     train = ~test
@@ -222,7 +223,8 @@ def _arm_plan(name: str, base_plan, incidence, *, floor=None, snap: LedgerSnapsh
         if name in TWO_PHASE_ARMS:
             p1 = (float(phase1[0]), int(phase1[1])) if phase1 else (base_plan.batch_size, base_plan.steps)
         plan = build_plan(incidence, c=c, cap=cap, accountant=base_plan.accountant, adjacency=base_plan.adjacency,
-                          holdout=_split(base_plan), floor=arm_floor, value=base_plan.value,
+                          holdout=_split(base_plan), floor=FloorPlan(arm_floor),
+                          value=base_plan.value,
                           objective=base_plan.extra.get("objective", "examples"), **ledger, **common)
         rec = plan.extra.get("undetected_floor") or {}
         if name == "two-phase":            # a clear phase 1 cannot meet the floor: phase 2 plans without it
@@ -268,8 +270,8 @@ def _calibrated(name, base_plan, incidence, w, rho, rho_u, und, enforce, snap, c
     `undetected.FloorAccount.reserve_phase1` (half the floor's headroom, ρ₁ = B₁/n_public), counted
     as spent before σ is calibrated, so the floor holds over both phases; the record goes to
     `extra["undetected_floor"]["phase1"]`, where `training.phases.prepare` takes σ₁ from.
-    (Unlike `build_plan(phase1=…)`, c is not re-optimised for phase 1's share: phase 2 keeps the
-    hush weights, so the two arms differ only by phase 1.) `like`: the plan whose c, cap and
+    (Unlike `build_plan` with a `FloorPlan` phase 1, c is not re-optimised for phase 1's share:
+    phase 2 keeps the hush weights, so the two arms differ only by phase 1.) `like`: the plan whose c, cap and
     extra (LP, retention…) the arm inherits."""
     from repoguard.accounting.bounds import reconstruction_bound
     from repoguard.accounting.calibrate import Infeasible, calibrate

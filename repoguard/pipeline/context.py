@@ -16,7 +16,6 @@ from repoguard.core.config import Config
 from repoguard.core.errors import PolicyError
 from repoguard.planning.batch_rule import choose_batch
 
-STAGES = ("scan", "analyze", "plan", "train", "audit", "report")
 STATE_FILE = "run_state.json"
 AUDIT_STEPS = 20
 
@@ -55,6 +54,9 @@ class RunSettings:
     phase1: str | None = None
     phase1_steps: int | None = None
     phase1_lr: float | None = None
+    # The plan settings `repoguard run` resolved (`planning.make.plan_settings`, with their
+    # sources); None: resolved from the fields above (a RunSettings built in code)
+    plan_settings: object | None = field(default=None, compare=False)
 
 
 # -- digests --------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ its downstream stages skipped too. `--from STAGE` forces that stage and every la
 
 The ledger is special: the plan depends on what *other* runs spent, so its input is the last
 ledger entry not written by this output directory's own training runs; when training must run
-against a plan made before the ledger moved, the plan is re-made first (the trainer would
-refuse it otherwise, training/guard.py).
+against a plan made before the ledger moved, the plan is re-made first (the train stage's
+`before`; the trainer would refuse it otherwise, training/guard.py).
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Callable
 
 from repoguard.core.config import Config
-from repoguard.core.errors import InputError, PolicyError
-from repoguard.pipeline.context import (STAGES, Context, RunSettings, digest, ledger_heads, load_state,
-                                        save_state)
+from repoguard.core.errors import InputError
+from repoguard.pipeline import registry
+from repoguard.pipeline.context import Context, RunSettings, digest, load_state, save_state
 
 log = logging.getLogger("repoguard")
 
@@ -40,39 +40,39 @@ def run_pipeline(repo, config: Config, *, config_path: str | None, out: Path, se
     """Run the stages in order, skipping those whose inputs and artefacts are unchanged; returns
     the summary (`summarize`). Raises InputError/PolicyError from the stages (the state of every
     finished stage is saved first) and PolicyError for findings under `fail_on_findings`."""
-    from repoguard.pipeline import stages as st
-
-    if settings.from_stage is not None and settings.from_stage not in STAGES:
-        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(STAGES)})")
+    stages = registry.names()
+    if settings.from_stage is not None and settings.from_stage not in stages:
+        raise InputError(f"--from: unknown stage {settings.from_stage!r} (stages: {', '.join(stages)})")
     out.mkdir(parents=True, exist_ok=True)
     config_bytes = Path(config_path).read_bytes() if config_path else b""
     state = seed_state if seed_state is not None else load_state(out)
     ctx = Context(repo, config, config_bytes, config_path, out, settings, state, say)
-    forced_from = STAGES.index(settings.from_stage) if settings.from_stage else len(STAGES)
-    order = [s for s in STAGES if s != "audit" or settings.audit]
+    forced_from = stages.index(settings.from_stage) if settings.from_stage else len(stages)
+    order = [s for s in stages if registry.enabled(registry.get(s), settings)]
     for n, name in enumerate(order, 1):
-        stage = st.STAGE_FUNCS[name]
+        stage = registry.get(name)
         inputs = stage.inputs(ctx)
         key = digest(inputs)
         rec = ctx.recorded(name)
-        fresh = (STAGES.index(name) < forced_from and rec.get("inputs") == key
+        fresh = (stages.index(name) < forced_from and rec.get("inputs") == key
                  and rec.get("outputs") == stage.outputs(ctx))
         if fresh:
             ctx.skipped.append(name)
             ctx.infos[name] = rec.get("info", {})
             say(f"[{n}/{len(order)}] {name}: unchanged, skipped")
             continue
-        if name == "train":
-            key = _replan_if_ledger_moved(ctx, st, key)
+        before = getattr(stage, "before", None)
+        if before is not None and before(ctx, lambda other: _rerun(ctx, other)):
+            key = digest(stage.inputs(ctx))         # it re-ran a stage its inputs depend on
         say(f"[{n}/{len(order)}] {name} …")
         t0, c0 = time.perf_counter(), _cpu()
         info = stage.execute(ctx)
         secs = time.perf_counter() - t0
         _record(ctx, name, stage, key=key, inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
         say(f"[{n}/{len(order)}] {name}: done in {secs:.1f} s{stage.describe(info)}")
-        if name == "scan" and settings.fail_on_findings and info.get("findings"):
-            raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
-                              f"(--fail-on-findings); see {out / 'scan' / 'findings.json'}")
+        after = getattr(stage, "after", None)
+        if after is not None:
+            after(ctx, info)                        # may stop the run (PolicyError)
     return summarize(ctx)
 
 
@@ -101,29 +101,16 @@ def _record(ctx: Context, name: str, stage, *, key: str, inputs: dict, info: dic
     save_state(ctx)
 
 
-def _replan_if_ledger_moved(ctx: Context, st, train_key: str) -> str:
-    """Training must start from a plan made against the ledger's current head (guard.py).
-
-    The plan's own input is the last entry of *other* runs, so after this directory's training
-    appended to the ledger the plan stage reads as unchanged and is skipped, yet the trainer would
-    refuse it. It is re-made here, recorded as run (summary, state, seconds) and a line says so:
-    the "plan: unchanged, skipped" line printed before no longer describes the plan trained on."""
-    from repoguard.accounting.ledger import read_entries
-    from repoguard.planning.plan import load_plan
-
-    head, _ = ledger_heads(ctx.ledger, set())
-    if load_plan(ctx.out).extra.get("ledger_head", head) == head:
-        return train_key
-    ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
-    stage = st.STAGE_FUNCS["plan"]
+def _rerun(ctx: Context, name: str) -> tuple[dict, float]:
+    """Run stage `name` again now (a later stage's `before` asked for it), recorded as run
+    (summary, state, seconds); returns (its info, wall seconds)."""
+    stage = registry.get(name)
     t0, c0 = time.perf_counter(), _cpu()
     info = stage.execute(ctx)
     secs = time.perf_counter() - t0
     inputs = stage.inputs(ctx)
-    _record(ctx, "plan", stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
-    ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
-            f"in {secs:.1f} s{stage.describe(info)}")
-    return digest(st.STAGE_FUNCS["train"].inputs(ctx))
+    _record(ctx, name, stage, key=digest(inputs), inputs=inputs, info=info, seconds=secs, cpu=_cpu() - c0)
+    return info, secs
 
 
 def summarize(ctx: Context) -> dict:
@@ -159,7 +146,7 @@ def summarize(ctx: Context) -> dict:
 def _seconds(ctx: Context, field: str = "seconds") -> dict:
     """Per stage in pipeline order: the (wall or CPU) seconds it took in this run, or "skipped"."""
     out = {}
-    for s in STAGES:
+    for s in registry.names():
         if s in ctx.ran:
             out[s] = ctx.recorded(s).get(field)
         elif s in ctx.skipped:

@@ -1,12 +1,14 @@
-"""The six stages `repoguard run` strings together (`runner.run_pipeline`), each as three functions:
+"""The six stages `repoguard run` strings together (`runner.run_pipeline`), each an object with a
+`name` and four functions (the `registry.Stage` protocol; `registry` lists them in order):
 
     inputs(ctx) -> JSON-able dict   what the stage's result depends on (hashed by the runner)
     execute(ctx) -> info dict       run it by calling the stage function, write its artefacts
     outputs(ctx) -> sha256          digest of the artefacts it wrote (what downstream reads)
+    describe(info) -> str           the tail of its "done" line
 
 The stage functions are the commands' own: `credentials.job.run_scan` (called with the scan
 command's options as a constructed namespace), `analyzers.analyze.run_analyze`,
-`planning.plan.build_plan`, `train_stage.run_training`, `audit.extraction.run_extract_audit`,
+`planning.make.make_plan` (as `repoguard plan`), `train_stage.run_training`, `audit.extraction.run_extract_audit`,
 `report.build_report`.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from repoguard import __version__
 from repoguard.core.provenance import tree_digest
 from repoguard.pipeline.context import AUDIT_STEPS, Context, ledger_heads, source_digest
 from repoguard.planning.batch_rule import batch_rule_line, choose_batch, untied_count
+from repoguard.planning.make import NO_SECRETS
 
 log = logging.getLogger("repoguard")
 
@@ -62,6 +65,10 @@ def _read(path: Path):
 
 # -- scan -----------------------------------------------------------------------------------------
 class scan:
+    """Working tree → OUT/scan/ (credential findings, redacted) through `credentials.job.run_scan`."""
+
+    name = "scan"
+
     @staticmethod
     def inputs(ctx):
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
@@ -86,6 +93,16 @@ class scan:
                 "files": doc.get("stats", {}).get("files"), "report": str(report)}
 
     @staticmethod
+    def after(ctx, info) -> None:
+        """`--fail-on-findings`: stop the run after the scan (PolicyError, exit 1) when it found
+        credentials in the working tree."""
+        if ctx.settings.fail_on_findings and info.get("findings"):
+            from repoguard.core.errors import PolicyError
+
+            raise PolicyError(f"{info['findings']} credential finding(s) in the working tree "
+                              f"(--fail-on-findings); see {ctx.out / 'scan' / 'findings.json'}")
+
+    @staticmethod
     def outputs(ctx):
         return tree_digest(ctx.out / "scan" / "findings.json")
 
@@ -96,6 +113,10 @@ class scan:
 
 # -- analyze --------------------------------------------------------------------------------------
 class analyze:
+    """Checkout + config → OUT/corpus/ and OUT/incidence/ through `analyzers.analyze.run_analyze`."""
+
+    name = "analyze"
+
     @staticmethod
     def inputs(ctx):
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
@@ -134,23 +155,42 @@ def _incidence(ctx):
 
 
 # -- plan -----------------------------------------------------------------------------------------
+def _plan_settings(ctx):
+    """The plan's resolved settings (`planning.make.plan_settings`): the ones `repoguard run`
+    resolved from its flags and the config, else (a RunSettings built in code) from its fields."""
+    s = ctx.settings
+    if s.plan_settings is not None:
+        return s.plan_settings
+    from repoguard.planning.make import plan_settings
+
+    return plan_settings(ctx.config, batch_size=s.batch_size, steps=s.steps, clip_norm=s.clip_norm, c=s.c,
+                         sweep=s.sweep, cap=s.cap, accountant=s.accountant, adjacency=s.adjacency,
+                         undetected=s.undetected, budget_fraction=s.budget_fraction)
+
+
 def _batch_choice(ctx) -> dict:
     """B and T of this run's plan and why (`choose_batch`; plan.json `extra["batch_rule"]`)."""
+    public = _public(ctx)
+    s = _plan_settings(ctx)
+    given = {k: s[k] if s.source(k) == "flag" else None for k in ("batch_size", "steps")}
+    return choose_batch(ctx.config, public, **given)
+
+
+def _public(ctx) -> int:
+    """n of the batch rule: the analyze stage's count, else counted from OUT/incidence (0 when absent)."""
     public = ctx.infos.get("analyze", {}).get("public_examples")
     if public is None:
         inc = _incidence(ctx)
         public = untied_count(inc, ctx.config.plan) if inc is not None else 0
-    return choose_batch(ctx.config, public, batch_size=ctx.settings.batch_size, steps=ctx.settings.steps)
+    return public
 
 
 def _plan_params(ctx) -> dict:
-    s, pc = ctx.settings, ctx.config.plan
+    """B, T, C, c, cap, accountant and adjacency of this run's plan (the plan stage's inputs)."""
+    s = _plan_settings(ctx)
     choice = _batch_choice(ctx)
-    batch, steps = choice["batch_size"], choice["steps"]
-    c = 0.0 if s.sweep else (s.c if s.c is not None else pc.c)
-    return {"batch_size": batch, "steps": steps, "clip_norm": s.clip_norm or pc.clip_norm, "c": c,
-            "cap": s.cap or pc.cap, "accountant": s.accountant or pc.accountant,
-            "adjacency": s.adjacency or pc.adjacency}
+    return {"batch_size": choice["batch_size"], "steps": choice["steps"],
+            **{k: s[k] for k in ("clip_norm", "c", "cap", "accountant", "adjacency")}}
 
 
 def _floor_summary(rec: dict | None) -> dict | None:
@@ -160,46 +200,11 @@ def _floor_summary(rec: dict | None) -> dict | None:
     return {k: rec.get(k) for k in ("k", "p", "r", "enabled", "achieved_bound", "sigma_floor", "meets_r", "binds")}
 
 
-def _floor_kwargs(ctx, params: dict, target, spent, frac: float) -> dict:
-    """`build_plan`'s undetected-floor arguments for this run: `--undetected` or `[defaults]`, its
-    run target under the budget fraction (the floor's ledger account follows `run_targets` like a
-    secret), and phase 1's reservation when `[training]` runs a noised phase 1."""
-    from repoguard.planning import undetected
-    from repoguard.analyzers.incidence import Secret
-
-    acct = Secret(target.account, "undetected", target.p, target.r)
-    r_run = run_targets([acct], spent.divergences, frac, spent.pairs)[0].r if target.enabled else None
-    return undetected.plan_kwargs(target, training=_train_cfg(ctx), batch_size=params["batch_size"],
-                                  steps=params["steps"], r_run=r_run)
-
-
-NO_SECRETS = ("no secrets declared or found: nothing to protect (every example w = 1; σ is a token, "
-              "so a secret nobody declared gets no bound)")
-
-
-def run_targets(secrets, ledger_spent: dict, fraction: float, ledger_pairs: dict | None = None) -> list:
-    """This run's targets: r_run = b₀ + f·(r − b₀), f = `fraction`, b₀ the *certified* bound the
-    ledger's spending alone gives: the minimum of the KL and Rényi bounds (Hush Lemma 3.2) and,
-    where `ledger_pairs` (`accounting.ledger.spent_pairs`) holds the secret's earlier runs, the
-    Neyman–Pearson bound of their composed pairs (`pld.pld_bound` with nothing added, as the
-    calibration's budget check does). σ calibrated to r_run leaves (1 − f) of the headroom to
-    later runs, so after night k the binding secret sits near (1 − (1−f)^k)·r (docs/privacy.md
-    "The ledger: composition across runs"); f = 1 spends all of it. A secret already at or over r keeps r (the plan then
-    refuses it). Secrets with the same history share one Neyman–Pearson evaluation."""
-    from repoguard.accounting.spent_bounds import spent_bound
-
-    if fraction >= 1:
-        return list(secrets)
-    cache: dict[tuple, float] = {}
-    out = []
-    for s in secrets:
-        kl0, ren0 = ledger_spent.get(s.id, (0.0, {}))
-        b0, _ = spent_bound(kl0, ren0, s.p, (ledger_pairs or {}).get(s.id), cache=cache)
-        out.append(dataclasses.replace(s, r=b0 + fraction * (s.r - b0)) if b0 < s.r else s)
-    return out
-
-
 class plan:
+    """Incidence + ledger → OUT/plan/ through `planning.make.make_plan`, as `repoguard plan`."""
+
+    name = "plan"
+
     @staticmethod
     def inputs(ctx):
         _, foreign = ledger_heads(ctx.ledger, _own_runs(ctx))
@@ -211,71 +216,22 @@ class plan:
 
     @staticmethod
     def execute(ctx):
-        from repoguard.accounting.ledger import verify
-        from repoguard.planning.summary import CalibrationProgress, plan_summary
-        from repoguard.analyzers.incidence import load_incidence
-        from repoguard.planning.plan import build_plan, save_plan
+        from repoguard.planning.make import make_plan
 
-        params = _plan_params(ctx)
-        for k in ("batch_size", "steps", "clip_norm"):
-            if not params[k] > 0:
-                raise _input(f"--{k.replace('_', '-')}: must be > 0, not {params[k]!r}")
-        inc = load_incidence(ctx.out)
-        from repoguard.source.corpus import check_corpus
-
-        check_corpus(ctx.out, inc.example_ids)      # as `repoguard plan` does (issue 41 item 8)
-        from repoguard.analyzers.unmatched import warn
-
-        if "analyze" not in ctx.ran:   # analyze warned already when it ran in this run
-            warn(inc.summary.get("unmatched") or {})
-        from repoguard.accounting.published import check_published, mark_insecure
-
-        check_published(ctx.out, ctx.ledger)         # a deleted ledger never resets the budget
-        head = verify(ctx.ledger).get("last_hash") or "0" * 64
-        from repoguard.planning import undetected
-
-        target = undetected.resolve(ctx.config, ctx.settings.undetected)
-        spent = undetected.spent_for(ctx.ledger, target)
-        from repoguard.accounting.clear_exposures import mark_plan, plan_exposures
-
-        exposures, clear_runs = plan_exposures(ctx.ledger, inc, ctx.config.ledger.acknowledged_exposures,
-                                               config_path=ctx.config_path)
-        frac = ctx.settings.budget_fraction
-        if not 0 < frac <= 1:
-            raise _input(f"--budget-fraction: must be in (0, 1], not {frac!r}")
-        true_r = {x.id: x.r for x in inc.secrets}
-        inc = dataclasses.replace(inc, secrets=run_targets(inc.secrets, spent.divergences, frac, spent.pairs))
-        floor = _floor_kwargs(ctx, params, target, spent, frac)
-        prog = CalibrationProgress() if ctx.settings.show_progress else None
-        from repoguard.source.split import split_from_config
-        try:
-            from repoguard.planning.value import plan_values
-
-            p = build_plan(inc, spent=spent, progress=prog,
-                           **plan_values(ctx.out, inc, ctx.config.plan.objective),
-                           holdout=split_from_config(inc.example_ids, ctx.config.plan), **floor, **params)
-        finally:
-            if prog is not None:
-                prog.close()
-        p.extra["ledger_head"] = head
-        p.extra["budget_fraction"] = frac
-        p.extra["batch_rule"] = _batch_choice(ctx)
-        from repoguard.core.provenance import plan_config_inputs
-
-        p.extra["inputs"] = plan_config_inputs(ctx.config)     # save_plan adds the rest
-        mark_insecure(p, ctx.ledger)
-        mark_plan(p, exposures, clear_runs)
-        target = save_plan(p, ctx.out)
-        s = plan_summary(p, target)
-        ratios = [x.achieved_bound / true_r[x.id] for x in p.secrets]   # against the configured r
+        # analyze warned about unmatched paths already when it ran in this run
+        made = make_plan(ctx.config, ctx.out, _plan_settings(ctx), ledger=ctx.ledger, training=_train_cfg(ctx),
+                         warn_unmatched="analyze" not in ctx.ran, show_progress=ctx.settings.show_progress,
+                         n_untied=_public(ctx))
+        p, s = made.plan, made.summary
+        ratios = [x.achieved_bound / made.configured_r[x.id] for x in p.secrets]   # against the configured r
         n = len(p.example_ids)
         return {"sigma": p.sigma, "batch_size": p.batch_size, "steps": p.steps, "c": p.c,
                 "sum_w": s["sum_w"], "retained_fraction": (s.get("retention") or {}).get("retained"),
                 "least_retained": s["least_retained"],
                 "positive_fraction": float((p.w > 0).mean()) if n else None,
                 "bound_ratio_min": min(ratios, default=None), "bound_ratio_max": max(ratios, default=None),
-                "binding_secret": s["binding_secret"], "ledger_head": head,
-                "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(target),
+                "binding_secret": s["binding_secret"], "ledger_head": made.head,
+                "sigma_paper_kl": s.get("sigma_paper_kl"), "plan_dir": str(made.target),
                 "exposures": s["exposures"], "insecure_runs": s["insecure_runs"],
                 "undetected_floor": _floor_summary(p.extra.get("undetected_floor")),
                 "batch_rule": p.extra["batch_rule"]}
@@ -314,6 +270,10 @@ def _train_cfg(ctx):
 
 
 class train:
+    """Plan + corpus → OUT/train/ (adapter, privacy report) through `train_stage.run_training`."""
+
+    name = "train"
+
     @staticmethod
     def inputs(ctx):
         s = ctx.settings
@@ -330,13 +290,34 @@ class train:
 
         opts = RunOptions(private=not s.no_dp, device=s.device, show_progress=s.show_progress,
                           insecure_reproducible=s.insecure_reproducible, keep_checkpoint=s.keep_checkpoint,
-                          floor=(ctx.config.defaults.p, ctx.config.defaults.r),
+                          floor=ctx.config.defaults,
                           config_digest=analysis_config_digest(ctx.config), floor_digest=floor_digest(ctx.config))
         rep = run_training(root=ctx.repo.root, out=ctx.out, cfg=_train_cfg(ctx), opts=opts, ledger_path=ctx.ledger)
         ctx.state["own_runs"] = sorted(_own_runs(ctx) | {rep["run_id"]})
         return {"run_id": rep["run_id"], "adapter": rep["adapter"], "base_model": rep["base_model"],
                 "steps_completed": rep["steps_completed"], "private": rep["private"], "sigma": rep["sigma"],
                 "final_loss": _final_loss(ctx.out / "train" / "train_log.jsonl")}
+
+    @staticmethod
+    def before(ctx, rerun) -> bool:
+        """Training must start from a plan made against the ledger's current head (guard.py).
+
+        The plan's own input is the last entry of *other* runs, so after this directory's training
+        appended to the ledger the plan stage reads as unchanged and is skipped, yet the trainer
+        would refuse it. It is re-made here through `rerun("plan")` (recorded as run: summary,
+        state, seconds) and a line says so: the "plan: unchanged, skipped" line printed before no
+        longer describes the plan trained on. Returns True when it re-planned."""
+        from repoguard.accounting.ledger import read_entries
+        from repoguard.planning.plan import load_plan
+
+        head, _ = ledger_heads(ctx.ledger, set())
+        if load_plan(ctx.out).extra.get("ledger_head", head) == head:
+            return False
+        ctx.say("       plan: the ledger moved since the plan was made; re-planning first")
+        info, secs = rerun("plan")
+        ctx.say(f"       plan: re-planned against the ledger ({len(read_entries(ctx.ledger))} entries) "
+                f"in {secs:.1f} s{plan.describe(info)}")
+        return True
 
     @staticmethod
     def outputs(ctx):
@@ -359,6 +340,15 @@ def _final_loss(path: Path):
 
 # -- audit ----------------------------------------------------------------------------------------
 class audit:
+    """`run --audit` only: OUT/audit/extraction.json through `audit.extraction.run_extract_audit`."""
+
+    name = "audit"
+
+    @staticmethod
+    def enabled(settings) -> bool:
+        """Whether this run audits (`RunSettings.audit`, `run --audit`)."""
+        return bool(settings.audit)
+
     @staticmethod
     def inputs(ctx):
         return {"plan": _out(ctx, "plan"), "train": train.inputs(ctx)["training"],
@@ -393,6 +383,10 @@ def _audit_steps(ctx) -> int:
 
 # -- report ---------------------------------------------------------------------------------------
 class report:
+    """Every artefact → OUT/report/ (HTML and JSON) through `report.build_report`."""
+
+    name = "report"
+
     @staticmethod
     def inputs(ctx):
         head, _ = ledger_heads(ctx.ledger, set())
@@ -420,11 +414,3 @@ def _config_digest(ctx) -> str:
 
     return hashlib.sha256(ctx.config_bytes).hexdigest()
 
-
-def _input(msg: str):
-    from repoguard.core.errors import InputError
-
-    return InputError(msg)
-
-
-STAGE_FUNCS = {"scan": scan, "analyze": analyze, "plan": plan, "train": train, "audit": audit, "report": report}

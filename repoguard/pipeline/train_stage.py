@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repoguard.core.artefacts import atomic_dir
-from repoguard.core.config import TrainingConfig
+from repoguard.core.config import DEFAULT_PROTECTION, Protection, TrainingConfig
 from repoguard.core.errors import InputError
 
 log = logging.getLogger("repoguard")
@@ -30,7 +30,7 @@ class RunOptions:
     insecure_reproducible: bool = False  # tests only: sampler and noise from `[training] seed`
     keep_checkpoint: bool = False        # keep the final checkpoint (secret material) after completion
     show_progress: bool = True
-    floor: tuple[float, float] = (1e-10, 1e-3)  # default (p, r): a noised phase 1's target
+    floor: Protection = DEFAULT_PROTECTION  # `[defaults]` (p, r): a noised phase 1's target (plan without a floor)
     config_digest: str | None = None     # `provenance.analysis_config_digest` of the config in use
     floor_digest: str | None = None      # `provenance.floor_digest` of the config in use
 
@@ -132,7 +132,7 @@ def _two_phase(out: Path, model, tok, plan, seqs, cfg: TrainingConfig, opts: Run
     from repoguard.training.phases import PhaseOne, prepare, run_two_phase
 
     floor = (plan.extra.get("undetected_floor") or {})
-    target = (floor["p"], floor["r"]) if "p" in floor and "r" in floor else opts.floor
+    target = (floor["p"], floor["r"]) if "p" in floor and "r" in floor else (opts.floor.p, opts.floor.r)
     setup = prepare(plan, load_incidence(out), PhaseOne.from_config(cfg, floor=target), lr=cfg.learning_rate,
                     private=opts.private)
     p1 = setup.record["phase1"]

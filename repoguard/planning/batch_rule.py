@@ -2,8 +2,6 @@
 and `run`, from the number of untied training examples, unless a flag or `[plan]` sets them."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from repoguard.core.config import Config, PlanConfig
 
 # The default B and T when neither a flag nor `[plan]` in the config sets them (issue 26 item 3):
@@ -47,19 +45,8 @@ _SOURCE_ORDER = ("given", "config", "default rule")
 
 def _plan_keys_in_file(config: Config) -> set[str]:
     """The keys the config file's `[plan]` table sets (a value equal to PlanConfig's default is
-    still "set in the file")."""
-    if config.path is None:
-        return set()
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(Path(config.path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    plan = data.get("plan")
-    return set(plan) if isinstance(plan, dict) else set()
+    still "set in the file"), as `Config.file_keys` recorded them when the file was parsed."""
+    return {k.split(".", 1)[1] for k in config.file_keys if k.startswith("plan.")}
 
 
 def choose_batch(config: Config, n_untied: int, *, batch_size: float | None = None,

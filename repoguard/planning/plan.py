@@ -186,7 +186,6 @@ def load_plan(out_dir: str | Path) -> Plan:
 def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1.0, c: float = 0.0,
                cap: str = "kl", accountant: str = "best", adjacency: str = "zero-out",
                spent=None, sweep=None, progress=None, holdout=None, floor=None,
-               floor_r_run: float | None = None, phase1: tuple[float, int] | None = None,
                value: np.ndarray | None = None, objective: str = "examples") -> Plan:
     """Weights, sampling probabilities and the calibrated σ for `incidence`.
 
@@ -205,15 +204,16 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     "noise_reduction" (σ_uniform/σ), "retention" (`retention.retention`: examples, Σw and Σw/n
     per secret and per top-level directory), "seconds", with `floor` "undetected_floor"
     (`undetected.floor_record`) and "floor_bought" (what the floor's noise bought back), and with `holdout` (an
-    `evaluation.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
+    `source.split.Split`) "holdout" (its record: digest, files, examples). Held-out examples
     are left out of the LP and get w = ρ = 0, so no arm ever samples them. Non-finite numbers
     are null.
 
-    The undetected-secret floor (`floor`: a `config.Undetected`, or a legacy (p, r) = k 1): when
-    enabled, σ ≥ σ_floor, the smallest σ giving k untied examples (ρ_u = B/Σw each) a cumulative
-    bound ≤ `floor_r_run` (default floor.r) at floor.p after the ledger's spending on the floor's
-    account (`spent.legacy`: (σ, steps) of earlier runs that recorded none, counted at ρ = 1) and a
-    noised phase 1 (`phase1` = (B₁, T₁): σ₁ is reserved here, `undetected.FloorAccount`); the
+    The undetected-secret floor (`floor`: an `undetected.FloorPlan`, or a `config.Undetected`
+    target for this run's whole r and no phase 1): when enabled, σ ≥ σ_floor, the smallest σ
+    giving k untied examples (ρ_u = B/Σw each) a cumulative bound ≤ its `run_r` at p after the
+    ledger's spending on the floor's account (`spent`, an `accounting.spending.Spent`; its
+    `legacy` runs, which recorded none, counted at ρ = 1) and a noised phase 1 (the floor's
+    `phase1` = (B₁, T₁): σ₁ is reserved here, `undetected.FloorAccount`); the
     floor joins the certified calibration as one more secret. With c swept, c maximises Σw/σ
     with σ(c) = max(σ_secrets(c), σ_floor(c)), then is raised by bisection to the largest c whose
     σ(c) stays within that σ: the floor's noise is paid anyway, so the secrets' examples get
@@ -253,13 +253,15 @@ def build_plan(incidence, *, batch_size: float, steps: int, clip_norm: float = 1
     if test is not None and test.shape != (n_ex,):
         raise InputError(f"holdout: {test.shape[0]} entries for {n_ex} examples")
     train_rows = np.flatnonzero(~test) if test is not None else None
-    from repoguard.planning.undetected import FloorAccount, as_undetected, floor_record, untied_rho
+    from repoguard.planning.undetected import FloorAccount, as_floor, floor_record, untied_rho
 
-    und = as_undetected(floor)
+    fp = as_floor(floor)
+    und = fp.target if fp is not None else None
     enforce = und is not None and und.enabled
     acct = None
-    if und is not None:
-        acct = FloorAccount(und, floor_r_run if floor_r_run is not None else und.r, steps, method=accountant,
+    if fp is not None:
+        phase1 = fp.phase1
+        acct = FloorAccount(und, fp.run_r, steps, method=accountant,
                             adjacency=adjacency, alphas=alphas, spent=spent)
         if phase1 is not None and enforce:
             untied_train = np.asarray(incidence.matrix.getnnz(axis=1) == 0) & (~test if test is not None else True)

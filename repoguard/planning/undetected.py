@@ -17,6 +17,7 @@ case, ρ = 1 for each of the k examples (`legacy_pairs`): ρ_u ≤ 1 always, so 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -27,12 +28,32 @@ from repoguard.core.errors import InputError, PolicyError
 PHASE1_SHARE = 0.5     # a noised phase 1 spends half the floor's headroom: r₁ = p + ½(r − p)
 
 
-def as_undetected(floor) -> Undetected | None:
-    """`floor` as an `Undetected`: None stays None; a legacy (p, r) tuple is k = 1, enforced."""
-    if floor is None or isinstance(floor, Undetected):
+@dataclass(frozen=True)
+class FloorPlan:
+    """The undetected-secret floor as a plan takes it (the one floor type `build_plan` reads):
+    the target `target` (k, p, r, on/off), this run's target bound `r_run` (None: target.r; below
+    it under a budget fraction, `accounting.targets.run_targets`) and `phase1` the (B₁, T₁) of a
+    noised phase 1 to reserve σ₁ for (None: no noised phase 1). What earlier runs spent on the
+    floor's account, the legacy runs included, is `build_plan`'s `spent`."""
+
+    target: Undetected
+    r_run: float | None = None
+    phase1: tuple[float, int] | None = None
+
+    @property
+    def run_r(self) -> float:
+        """The bound this run must keep the floor within: `r_run`, else the target's r."""
+        return self.r_run if self.r_run is not None else self.target.r
+
+
+def as_floor(floor) -> FloorPlan | None:
+    """`floor` as a `FloorPlan`: None stays None, an `Undetected` target is a plan with the
+    target's own r and no phase 1. Raises TypeError for anything else."""
+    if floor is None or isinstance(floor, FloorPlan):
         return floor
-    p, r = floor
-    return Undetected(1, float(p), float(r))
+    if isinstance(floor, Undetected):
+        return FloorPlan(floor)
+    raise TypeError(f"floor: a FloorPlan or a config.Undetected, not {floor!r}")
 
 
 def untied_rho(matrix, rho: np.ndarray, test=None) -> float:
@@ -81,7 +102,7 @@ class FloorAccount:
     σ_floor(ρ_u): the smallest σ meeting the floor's run target at ρ_u (`sigma`).
 
     `target` the configured floor; `r_run` this run's target (a scheduled run's budget fraction,
-    `pipeline_stages.run_targets`; = target.r otherwise); `spent` (`accounting.spending.Spent`)
+    `accounting.targets.run_targets`; = target.r otherwise); `spent` (`accounting.spending.Spent`)
     what earlier runs spent on the floor's account, and its `legacy` runs counted at ρ = 1."""
 
     def __init__(self, target: Undetected, r_run: float, steps: int, *, method: str, adjacency: str, alphas,
@@ -259,17 +280,6 @@ def resolve(config, override: str | None = None) -> Undetected:
     return parse_undetected(override, config.defaults) if override is not None else config.undetected
 
 
-def plan_kwargs(target: Undetected, *, training=None, batch_size: float, steps: int,
-                r_run: float | None = None) -> dict:
-    """`build_plan`'s floor arguments: the target, this run's target r (`r_run`) and, for
-    `[training] phases = 2` with phase1 = "noised", phase 1's (B₁, T₁) to reserve σ₁ for. The
-    ledger's runs without a floor account travel in `build_plan`'s `spent` (`spent_for`)."""
-    phase1 = None
-    if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
-        phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
-    return {"floor": target, "floor_r_run": r_run, "phase1": phase1}
-
-
 def spent_for(ledger_path, target: Undetected | None):
     """What earlier runs spent (`accounting.ledger.read_spent`: an `accounting.spending.Spent`),
     with the legacy runs of `target`'s floor account (none without a target). Raises PolicyError
@@ -277,3 +287,15 @@ def spent_for(ledger_path, target: Undetected | None):
     from repoguard.accounting.ledger import read_spent
 
     return read_spent(ledger_path, floor_account=target.account if target is not None else None)
+
+
+def floor_plan(target: Undetected, *, training=None, batch_size: float, steps: int,
+               r_run: float | None = None) -> FloorPlan:
+    """The `FloorPlan` of a run: `target`, this run's target r (`r_run`) and, for `[training]
+    phases = 2` with phase1 = "noised" (`training`, a `config.TrainingConfig`), phase 1's (B₁, T₁)
+    to reserve σ₁ for (B₁ = phase1_batch_size or `batch_size`, T₁ = phase1_steps or `steps`). The
+    ledger's runs without a floor account travel in `build_plan`'s `spent` (`spent_for`)."""
+    phase1 = None
+    if training is not None and int(getattr(training, "phases", 1)) == 2 and training.phase1 == "noised":
+        phase1 = (float(training.phase1_batch_size) or float(batch_size), int(training.phase1_steps) or int(steps))
+    return FloorPlan(target, r_run, phase1)
