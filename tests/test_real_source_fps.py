@@ -112,6 +112,10 @@ NOT_CREDENTIALS = [
     # form, our own value: DRF's own is allowlisted by value)
     ('    HTTP header, prepended with the string "Token ".  For example:\n\n'
      '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py"),
+    # a passphrase that names itself (jenkinsci/ssh-credentials-plugin's and configuration-as-code's
+    # Configuration as Code tests, issue 43)
+    ('          - basicSSHUserPrivateKey:\n              id: "userid2"\n'
+     '              passphrase: "passphrase-of-userid2"\n', "src/test/resources/jcasc/configuration-as-code.yaml"),
 ]
 
 # (text, path, rule): the same forms with a value or host that is real-looking: still reported.
@@ -175,6 +179,9 @@ STILL_CREDENTIALS = [
     ('    Clients send the token key in the "Authorization" header:\n\n'
      '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py",
      "http-authorization"),
+    ('          - basicSSHUserPrivateKey:\n              id: "userid2"\n'
+     '              passphrase: "Zq8v-T2mWx4Lp9"\n', "src/test/resources/jcasc/configuration-as-code.yaml",
+     "password-assignment"),
 ]
 
 
