@@ -14,8 +14,8 @@ def shannon_entropy(s: bytes) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
-# Password rules' thresholds (bits per character) go up to this; vendor-token rules sit above it.
-PASSWORD_THRESHOLD = 3.0
+# Password rules' thresholds (bits per character: 2.5, 2.8) go up to this; token rules sit at 3.0+.
+PASSWORD_THRESHOLD = 2.8
 
 
 def entropy_floor(threshold: float, n: int) -> float:
