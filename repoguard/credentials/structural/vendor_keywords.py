@@ -21,7 +21,9 @@ vetoed at all: the docs state a length, the alphabet is often read off one examp
 characters outside it are a value edited by hand, which stays vetoed). Where a row says
 `veto = "length"` (the vendor states the length in words, the alphabet was assumed), a token of a
 row's length is not vetoed whatever its alphabet, and one of another length is, as above;
-next to a name-only vendor, a token without a common key shape is vetoed for those two.
+next to a name-only vendor, a token without a common key shape is vetoed for those two. A
+vendor's short tag before a key (`scp-live-`, `k_`: `_TAG`) is read apart: a tag and a tail of a
+common key shape is that name-only vendor's key.
 """
 from __future__ import annotations
 
