@@ -1,9 +1,10 @@
-"""Generated passwords of 8–11 characters in configuration files (issue 43: "the sample-password
-and placeholder filters must not drop generic passwords in connection strings and config files
-that look generated"). A string of n characters holds at most log₂ n bits per character, so the
-password rules' fixed 2.8-bit threshold dropped every 8-character value that repeats a character
-(38 % of random alphanumerics, 88 % of random hex); the floor is now capped at 0.8 · log₂ n
-(credentials.entropy.entropy_floor). Values are drawn here (tests/fake_values.py)."""
+"""Generated passwords in configuration files (issue 43: "the sample-password and placeholder
+filters must not drop generic passwords in connection strings and config files that look
+generated"). A string of n characters holds at most log₂ n bits per character, so the password
+rules' fixed 2.8-bit threshold dropped every 8-character value that repeats a character (38 % of
+random alphanumerics, 88 % of random hex); the floor is now capped at 0.8 · log₂ n
+(credentials.entropy.entropy_floor). An unquoted value may also open with `+`, `=` or `?`.
+Values are drawn here (tests/fake_values.py)."""
 from __future__ import annotations
 
 import math
@@ -62,3 +63,18 @@ def test_floor_only_moves_for_password_rules_and_8_characters_or_more():
     # three characters twice in eight (2.25 bits) stays below the floor
     assert shannon_entropy(b"aabbccde") < entropy_floor(2.8, 8) <= shannon_entropy(b"aabbcdef")
     assert math.isclose(shannon_entropy(ALNUM[:8].encode()), 3.0)
+
+
+@pytest.mark.parametrize("lead", ["+", "=", "?"])
+@pytest.mark.parametrize("path,form", FORMS[:2], ids=[p for p, _ in FORMS[:2]])
+def test_generated_password_may_start_with_a_symbol(engine, path, form, lead):
+    """`+`, `=` and `?` open no YAML indicator, shell expansion or comment: a generated password
+    with symbols starts with one about one time in twenty-five."""
+    value = lead + random_key(_RNG, 12)
+    assert [f for f in engine.scan(form.format(p=value).encode(), path) if f.confidence != "low"], path
+
+
+@pytest.mark.parametrize("value", ["!vault |", "&anchor_name", "*alias_name", "#commented", "${DB_PASS}"])
+def test_yaml_and_shell_indicators_are_still_not_values(engine, value):
+    text = "production:\n  password: " + value + "\n"
+    assert [f for f in engine.scan(text.encode(), "config/database.yml") if f.confidence != "low"] == []
