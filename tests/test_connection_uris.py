@@ -1,7 +1,7 @@
 """Connection strings (issue 43, the largest miss left by input): a generated password holds `/`
 (base64) or `@` raw in a URL's userinfo, SQLAlchemy's dialect+driver schemes carry `_`
-(`oracle+cx_oracle`), Redis URLs have no user (`redis://:password@host`), and libpq's conninfo is
-space-separated `key=value` pairs. Each form has a twin that is no credential: a port and a path
+(`oracle+cx_oracle`), Redis URLs have no user (`redis://:password@host`), libpq's conninfo is
+space-separated `key=value` pairs, and SMB's userinfo may start with a Windows domain and `;`. Each form has a twin that is no credential: a port and a path
 (`host:8080/a@b`), WHATWG's URL-parser test vectors, placeholders."""
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def _secrets(engine, text: str, path: str = "config/settings.py") -> list[str]:
     (f"REDIS_URL=redis://:{PW_SLASH}@cache.internal:6379/0", PW_SLASH),
     ('psql "host=db.internal port=5432 dbname=app user=app password=Zq8vT2mWx4Lp9Rk sslmode=require"',
      "Zq8vT2mWx4Lp9Rk"),
+    # SMB's URL puts a Windows domain and `;` before the user (smbclient, Samba's smb:// URIs)
+    ('BACKUP_SHARE = "smb://CORP;svc_backup:Zq8vT2mWx4Lp9Rk@fileserver/backups"', "Zq8vT2mWx4Lp9Rk"),
 ])
 def test_connection_string_password_is_found(engine, text, secret):
     assert secret in _secrets(engine, text)
@@ -46,6 +48,8 @@ def test_connection_string_password_is_found(engine, text, secret):
     "DATABASE_URL=postgres://app:${DB_PASSWORD}@db.internal:5432/app",
     'psql "host=db.internal dbname=app user=app password=$PGPASSWORD"',
     "url = https://deploy:Zq8v/T2mWx4Lp@git.example.com/app.git",   # RFC 2606 host
+    'BACKUP_SHARE = "smb://CORP;svc_backup:changeme@fileserver/backups"',
+    'x = "smb://"; y = "CORP;svc:Zq8vT2mWx4Lp9Rk@fileserver"',      # no URL holds that userinfo
 ])
 def test_its_non_credential_twin_is_not(engine, text):
     assert _secrets(engine, text) == []

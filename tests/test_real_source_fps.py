@@ -112,6 +112,12 @@ NOT_CREDENTIALS = [
     # form, our own value: DRF's own is allowlisted by value)
     ('    HTTP header, prepended with the string "Token ".  For example:\n\n'
      '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py"),
+    # the Amazon SES API Reference's example VerifyDomainIdentity response (moto/ses/responses.py)
+    ('        result = {"VerificationToken": "QTKknzFg2J4ygwa+XvHAxUl1hyHoY0gVfZdfjIedHZ0="}', "moto/ses/responses.py"),
+    # a passphrase that names itself (jenkinsci/ssh-credentials-plugin's and configuration-as-code's
+    # Configuration as Code tests, issue 43)
+    ('          - basicSSHUserPrivateKey:\n              id: "userid2"\n'
+     '              passphrase: "passphrase-of-userid2"\n', "src/test/resources/jcasc/configuration-as-code.yaml"),
 ]
 
 # (text, path, rule): the same forms with a value or host that is real-looking: still reported.
@@ -175,6 +181,11 @@ STILL_CREDENTIALS = [
     ('    Clients send the token key in the "Authorization" header:\n\n'
      '        Authorization: Token 7d2e94b1c05f3a86e1d4b7092c3f58ae16b9d04c\n', "rest_framework/authentication.py",
      "http-authorization"),
+    ('          - basicSSHUserPrivateKey:\n              id: "userid2"\n'
+     '              passphrase: "Zq8v-T2mWx4Lp9"\n', "src/test/resources/jcasc/configuration-as-code.yaml",
+     "password-assignment"),
+    ('        result = {"VerificationToken": "Zq8vT2mWx4Lp9RkQ3nB7cDh5Jf1Ks6Gt0Ya8Ue2Wi4Q="}', "moto/ses/responses.py",
+     "generic-api-key"),
 ]
 
 

@@ -36,7 +36,7 @@ from repoguard.credentials.ci_services import is_workflow, service_values
 from repoguard.credentials.checksums import check
 from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
                                           decode_blob)
-from repoguard.credentials.entropy import shannon_entropy  # noqa: F401  (re-exported)
+from repoguard.credentials.entropy import entropy_floor, shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.keys import process_key
 from repoguard.credentials.made_up import (after_for_example, base64_of_made_up, counting,
@@ -469,7 +469,7 @@ class Engine:
                  match_text: bytes, commit: str | None, ms: int) -> Finding | None:
         r = c.rule
         ent = shannon_entropy(secret)
-        if r.entropy is not None and ent < r.entropy:
+        if r.entropy is not None and ent < entropy_floor(r.entropy, len(secret)):
             return None
         if r.id.startswith("generic") and r.entropy and not any(ch in b"0123456789" for ch in secret):
             return None  # gitleaks' extra guard for generic rules: random keys contain a digit

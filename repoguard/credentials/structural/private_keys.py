@@ -23,6 +23,7 @@ _B64_RUN = re2.compile(rb"[A-Za-z0-9+/]+={0,2}")
 _B64_PEM = (b"LS0tLS1CRUdJT", b"0tLS0tQkVHSU4", b"tLS0tLUJFR0lO")
 # Bare DER: PKCS#8 rsaEncryption and PKCS#1 RSAPrivateKey (version 0, 1024–8192-bit modulus).
 _DER = (b"BADANBgkqhkiG9w0BAQEFAASC", b"IBAAKCAQEA", b"IBAAKCAgEA", b"IBAAKBgQ")
+_XML_CR = re2.compile(rb"&#(?:[xX]0*[dD]|0*13);")
 _BODY_OK = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
 
@@ -36,8 +37,10 @@ def _pem_blocks(data: bytes) -> Iterator[tuple[int, int]]:
             continue
         body = data[m.end():e]
         # Header lines (Proc-Type, DEK-Info, Comment, Version) and escaped newlines are allowed;
-        # so is a block split into string literals joined by `+`/`&`/`,` (Java, C#, JS, VB).
-        lines = body.replace(b"\\r", b"\n").replace(b"\\n", b"\n").split(b"\n")
+        # so is a block split into string literals joined by `+`/`&`/`,` (Java, C#, JS, VB), and
+        # XML's escaped carriage return (`&#xd;`: Jenkins' XStream writes a key pasted with CRLF
+        # line ends so, in the plain-text `<privateKey>` of older ssh-credentials releases).
+        lines = _XML_CR.sub(b"\n", body).replace(b"\\r", b"\n").replace(b"\\n", b"\n").split(b"\n")
         lines = [ln.strip().strip(b"\"'+&,; \t") for ln in lines]
         b64 = sum(len(ln) for ln in lines if ln and set(ln) <= _BODY_OK)
         if b64 >= 64 and b"..." not in body and b"<" not in body:

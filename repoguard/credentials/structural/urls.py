@@ -16,11 +16,12 @@ from repoguard.credentials.structural.base import Detector, Hit
 from repoguard.credentials.structural.placeholders import is_placeholder, is_reserved_host
 
 # scheme (RFC 3986 §3.1, plus `_`: SQLAlchemy's `oracle+cx_oracle`), userinfo without '?', '#',
-# whitespace or quotes (the user may be empty: `redis://:password@host`), then a host. RFC 3986 wants '/' and '@' percent-encoded in a password, but
+# whitespace or quotes (the user may be empty: `redis://:password@host`; SMB's may follow a
+# Windows domain and `;`: `smb://CORP;svc:password@server/share`), then a host. RFC 3986 wants '/' and '@' percent-encoded in a password, but
 # generated passwords hold them raw (base64's '/', a '@' typed in): the password runs to the last
 # '@' before the host, and may hold '/' unless what precedes the first '/' is a port (`host:8080/`).
 _URL = re2.compile(
-    rb"\b([A-Za-z][A-Za-z0-9_+.-]{1,30})://([^\s:@/?#\"'<>`\\,;(){}\[\]]{0,128})"
+    rb"\b([A-Za-z][A-Za-z0-9_+.-]{1,30})://((?:[A-Za-z0-9_.-]{1,64};)?[^\s:@/?#\"'<>`\\,;(){}\[\]]{0,128})"
     rb":([^\s@/?#\"'<>`\\][^\s?#\"'<>`\\]{0,255}?)@([A-Za-z0-9_\-\[][A-Za-z0-9_.:\-\[\]]{0,254})"
     rb"(?:[/?#\"'<>`\\,;)\s]|$)")
 # A password spelled as a variable name of a credential (`aws_secret`, `uri_secret`, `db_pass`:

@@ -21,7 +21,9 @@ vetoed at all: the docs state a length, the alphabet is often read off one examp
 characters outside it are a value edited by hand, which stays vetoed). Where a row says
 `veto = "length"` (the vendor states the length in words, the alphabet was assumed), a token of a
 row's length is not vetoed whatever its alphabet, and one of another length is, as above;
-next to a name-only vendor, a token without a common key shape is vetoed for those two.
+next to a name-only vendor, a token without a common key shape is vetoed for those two. A
+vendor's short tag before a key (`scp-live-`, `k_`: `_TAG`) is read apart: a tag and a tail of a
+common key shape is that name-only vendor's key.
 """
 from __future__ import annotations
 
@@ -131,9 +133,30 @@ def _link_path(data: bytes, s: int) -> bool:
     return b"://" in line and _LINK.search(line) is not None
 
 
+# A vendor's tag before a key (`scp-live-`, `k_`, `tkn.v1_`, `sk_test_`): a short lower-case word
+# and at most two short parts, each ended by `-`, `_` or `.`. Vendors mark their keys so (GitHub,
+# Stripe and Slack publish theirs), and the tag is what a table without the vendor's format lacks.
+_TAG = re.compile(rb"[a-z]{1,5}(?:[-_.][a-z0-9]{1,5}){0,2}[-_.]")
+
+
 def _generic_value(value: bytes) -> bool:
-    """A name-only row's value test on the value alone: a common key shape, no git object id, random."""
-    return common_key_shape(value) and not _HEX40.fullmatch(value) and random_token(value.rstrip(b"="))
+    """A name-only row's value test on the value alone: a common key shape (after a vendor's tag,
+    `_TAG`, if any), no git object id, random."""
+    if common_key_shape(value):
+        return not _HEX40.fullmatch(value) and random_token(value.rstrip(b"="))
+    tag = _TAG.match(value)
+    if tag is None:
+        return False
+    tail = value[tag.end():]
+    return common_key_shape(tail) and not _HEX40.fullmatch(tail) and random_token(tail.rstrip(b"="))
+
+
+def _tagged_key(tok: bytes) -> bool:
+    """A common key shape, bare or after a vendor's tag (`_TAG`)."""
+    if common_key_shape(tok):
+        return True
+    tag = _TAG.match(tok)
+    return tag is not None and common_key_shape(tok[tag.end():])
 
 
 def _generic_ok(data: bytes, s: int, value: bytes, memo: dict | None = None) -> bool:
@@ -326,7 +349,7 @@ def _find(table: _Table, data: bytes, path: str, ends=None):
             if mode == "length" and _row_length(table.by_alias[alias], tok):
                 continue  # a stated length, an assumed alphabet: another alphabet may be the vendor's
             if not mode:  # a name-only vendor: its value has a common key shape, or it is no key
-                if not common_key_shape(tok) and random_token(tok.rstrip(b"=")):
+                if not _tagged_key(tok) and random_token(tok.rstrip(b"=")):
                     out.setdefault((a, b, "veto"), Hit(a, b, tok, CONTEXT_ONLY, True))
                 continue
             if _other_alphabet(table, table.by_alias[alias], tok):
