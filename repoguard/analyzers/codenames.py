@@ -32,8 +32,10 @@ punctuation), spaCy's whitespace tokens between the words being skipped (`Matche
 Any letter case matches: the text is matched once as it is (camelCase split) and once lowered
 (`fAlCoN rEfIt`, whose case changes are no camelCase boundaries). A codename that is an ordinary word (built-in stop
 list + `analyzers.codename_stoplist`) is matched only with the capitalisation it was declared
-with, and an ordinary word declared in lower case is not matched at all (a warning says so). Text
-is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
+with, and an ordinary word declared in lower case is not matched at all (a warning says so). spaCy reads only the runs of lines where some codename's letters occur in order with
+only separators between them (`Matcher._lines`: the same matches, a fraction of the text; a
+text too long for one spaCy doc is fed whole, in pieces below `nlp.max_length`). Results are
+cached per blob SHA.
 """
 from __future__ import annotations
 
