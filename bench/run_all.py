@@ -115,6 +115,7 @@ def _generic(out: str, side: Path | None):
 SPECS = {
     "accounting": (lambda tmp: ["--scale", "0.005", "--baseline-sample", "20", "--json"], _accounting, False),
     "analyze": (lambda tmp: [_fixture(tmp), "--hook-files", "2", "--json", str(tmp / "analyze.json")], _analyze, True),
+    "analyze_plan": (lambda tmp: [_fixture(tmp)], _generic, False),
     "corpus": (lambda tmp: [_corpus_tree()], _corpus, False),
     "plan": (lambda tmp: ["--examples", "3000", "--steps", "50", "--json"], _plan, False),
     "scan": (lambda tmp: ["--mb", "5", "--jobs", "2", "--detect-secrets-mb", "1"], _scan, False),

@@ -23,6 +23,12 @@ def pytest_configure(config):
     under a file lock, so parallel workers build the base once and never see a half-written one."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
     os.environ.setdefault("REPOGUARD_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"repoguard-test-cache-{uid}"))
+    # One OpenMP/BLAS thread per process (xdist workers and the CLI subprocesses inherit it), as
+    # training already runs (`training.model.limit_cpu_threads`): the tests' own torch calls
+    # otherwise start one thread per core, and on 2 cores shared by two workers the spinning
+    # threads doubled their CPU (two gradient tests: 16.5 s → 8.9 s CPU at load 10) for the
+    # same results.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

@@ -264,3 +264,61 @@ def test_multi_word_codename_across_line_breaks_comment_leaders_and_case(tmp_pat
     (row,) = [e for e in codenames.analyze(repo, build_corpus(repo, cfg.corpus), cfg) if e.path == "tune.py"]
     data = (root / "tune.py").read_bytes()
     assert data[row.span[0]:row.span[1]] == b"# tuned for Falcon\n# Refit, do not share"
+
+
+def _whole_text_lines(m, text: str) -> list[tuple[str, str, int, int]]:
+    """spaCy's matches over the whole text of both passes, as `find_lines` gives them (what
+    `Matcher` computed before it split and tokenised only the lines that can hold a match)."""
+    from repoguard.analyzers.codenames import words
+
+    if m._nlp is None:
+        m._build()
+    out = set()
+    for split, matchers in ((words(text), (m.lower, m.exact)), (words(text.lower()), (m.lower,))):
+        doc = m._nlp.make_doc(split)
+        for matcher in matchers:
+            if len(matcher):
+                for match_id, i, j in matcher(doc):
+                    sid, name = m.names[m._nlp.vocab.strings[match_id]]
+                    start, end = doc[i].idx, doc[j - 1].idx + len(doc[j - 1].text)
+                    first = split.count("\n", 0, start) + 1
+                    out.add((sid, name, first, first + split.count("\n", start, end)))
+    return sorted(out)
+
+
+def test_matching_only_the_lines_that_can_hold_a_codename_finds_what_the_whole_text_does():
+    """spaCy reads only the runs of lines where a codename's letters occur in order with only
+    separators between them; the matched lines are those of the whole text, for wrapped,
+    camelCase, one-word, digit-split, ordinary-word and near-miss mentions at the first and last
+    lines, and for random texts built from those pieces."""
+    import random
+    from types import SimpleNamespace
+
+    from repoguard.analyzers.codenames import Matcher
+
+    secrets = [SimpleNamespace(id="falcon", codenames=["Falcon Refit", "KeyCondition", "Harbor"]),
+               SimpleNamespace(id="can", codenames=["Can Not", "İstanbul Desk"])]
+    m = Matcher(secrets)
+    # a codename with Σ (lowered by its context) reads the whole text, as before
+    sigma = Matcher([*secrets, SimpleNamespace(id="greek", codenames=["ΟΔΟΣ"])])
+    assert m._by_lines and not sigma._by_lines
+    fixed = [
+        "Falcon Refit\nx = 1\n# tuned for Falcon\n# Refit\n\n  falconrefit falconer refits\nFALCON_REFIT_V2",
+        "key_condition = KeyConditionExpression\nkeyCondition2 harbor Harbor HARBOR\n  Key\n\n   Condition",
+        "we cannot say; can not; CANNOT\nİstanbul desk, istanbul_desk\nΟΔΟΣ οδος οδοσ\nfalcon\n refit",
+        "no codename here at all\n" * 50 + "falcon-refit",
+    ]
+    pieces = ["falcon", "Falcon", "FALCON", "refit", "Refit", "Refits", "falconer", "falconRefit", "key",
+              "Condition", "KeyCondition", "keycondition3", "harbor", "Harbor", "can", "not", "cannot",
+              "İstanbul", "desk", "x", "7", "_", "-", ".", "/", " ", "  ", "\n", "\n  ", "# ", "// ", "\t", "\r\n"]
+    rng = random.Random(5)   # test data
+    texts = fixed + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 120))) for _ in range(400)]
+    found = 0
+    for text in texts:
+        want = _whole_text_lines(m, text)
+        assert m.find_lines(text) == want, text
+        found += len(want)
+    assert found > 300      # the random texts do hold many matches
+    for text in fixed:
+        assert sigma.find_lines(text) == _whole_text_lines(sigma, text)
+    assert any(n == "ΟΔΟΣ" for _, n, *_ in sigma.find_lines(fixed[2]))

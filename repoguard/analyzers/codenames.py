@@ -32,11 +32,14 @@ punctuation), spaCy's whitespace tokens between the words being skipped (`Matche
 Any letter case matches: the text is matched once as it is (camelCase split) and once lowered
 (`fAlCoN rEfIt`, whose case changes are no camelCase boundaries). A codename that is an ordinary word (built-in stop
 list + `analyzers.codename_stoplist`) is matched only with the capitalisation it was declared
-with, and an ordinary word declared in lower case is not matched at all (a warning says so). Text
-is fed in pieces below `nlp.max_length`. Results are cached per blob SHA.
+with, and an ordinary word declared in lower case is not matched at all (a warning says so). spaCy reads only the runs of lines where some codename's letters occur in order with
+only separators between them (`Matcher._lines`: the same matches, a fraction of the text; a
+text too long for one spaCy doc is fed whole, in pieces below `nlp.max_length`). Results are
+cached per blob SHA.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import re
@@ -81,6 +84,7 @@ _SEPARATORS = re.compile(r"[_./\\]+")
 # letter→digit boundary does too (`falcon2`).
 _MATCH_SEPARATORS = re.compile(r"(?:[^\w\n]|_)+")
 _DIGIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])")
+_NON_ALNUM = re.compile(r"[\W_]+")
 # Bumped when what is matched changes, so cached per-blob results of the old rule are not reused.
 MATCH_VERSION = 5   # 5: words parted by line breaks, any letter case; 4: every mention's line and span
 
@@ -175,6 +179,14 @@ class Matcher:
                 self.words.append(split.lower().split())
         self.digest = hashlib.sha256(repr((MATCH_VERSION, sorted(self.names), sorted(stop))).encode()).hexdigest()[:16]
         self._nlp = None
+        # `_lines`: a match's tokens, lowered, are a codename's letters and digits in order with
+        # only separators between them; each needle finds every start of such a run (lookahead).
+        self._needles = sorted({_NON_ALNUM.sub("", "".join(ws)) for ws in self.words} - {""})
+        self._finders = [re.compile("(?=(" + r"[\W_]*".join(re.escape(ch) for ch in n) + "))")
+                         for n in self._needles]
+        # Python lowers Σ by its context (a final ς): a token lowered alone may then differ from
+        # the same letters lowered inside the text, so such codenames read the whole text.
+        self._by_lines = not any(ch in name for _, name in self.names.values() for ch in "Σσς")
 
     def _build(self) -> None:
         spacy, Matcher = _spacy()
@@ -208,28 +220,67 @@ class Matcher:
         """Distinct matches in `text` as (secret id, codename, first line, last line), 1-based:
         a codename wrapped over a line break spans two lines. Two passes (module doc): `words(text)`
         with every pattern, `words(text.lower())` with the case-insensitive ones; both keep every
-        newline of `text`, so a line of either is the same line of `text`."""
+        newline of `text`, so a line of either is the same line of `text`. Only the runs of lines
+        that can hold a match are split and tokenised (`_lines`)."""
         found = set()
-        for split, sid, name, start, end in self._passes(text):
-            first = split.count("\n", 0, start) + 1
+        for split, line0, sid, name, start, end in self._passes(text, by_lines=True):
+            first = line0 + split.count("\n", 0, start) + 1
             found.add((sid, name, first, first + split.count("\n", start, end)))
         return sorted(found)
 
     def find_spans(self, text: str) -> list[tuple[str, str, int, int]]:
         """Matches in `text` as (secret id, codename, start, end): offsets in `words(text)`, or in
-        `words(text.lower())` for a match only the lowered pass finds (`find_lines`)."""
-        return [(sid, name, start, end) for _, sid, name, start, end in self._passes(text)]
+        `words(text.lower())` for a match only the lowered pass finds (`find_lines`); the whole
+        text is tokenised."""
+        return [(sid, name, start, end) for _, _, sid, name, start, end in self._passes(text, by_lines=False)]
 
-    def _passes(self, text: str) -> Iterator[tuple[str, str, str, int, int]]:
-        """(matched text, secret id, codename, start, end) of both passes (`find_lines`)."""
+    def _passes(self, text: str, *, by_lines: bool) -> Iterator[tuple[str, int, str, str, int, int]]:
+        """(matched text, its first line's 0-based number in `text`, secret id, codename, start,
+        end) of both passes (`find_lines`): the matched text is the whole of `words(...)`, or
+        with `by_lines` that of one run of lines (`_lines`)."""
         low = text.lower()
         if not any(all(w in low for w in ws) for ws in self.words):
             return
         if self._nlp is None:
             self._build()
-        for split, matchers in ((words(text), (self.lower, self.exact)), (words(low), (self.lower,))):
-            for sid, name, start, end in self._spans(split, matchers):
-                yield split, sid, name, start, end
+        runs = self._lines(text, low) if by_lines else None
+        if runs is None:
+            for split, matchers in ((words(text), (self.lower, self.exact)), (words(low), (self.lower,))):
+                for sid, name, start, end in self._spans(split, matchers):
+                    yield split, 0, sid, name, start, end
+            return
+        for src, matchers in ((text, (self.lower, self.exact)), (low, (self.lower,))):
+            ends = [m.start() for m in re.finditer("\n", src)]        # line k of `src` ends at ends[k]
+            for first, last in runs:
+                piece = words(src[ends[first - 1] + 1 if first else 0:ends[last] if last < len(ends) else len(src)])
+                for sid, name, start, end in self._spans(piece, matchers):
+                    yield piece, first, sid, name, start, end
+
+    def _lines(self, text: str, low: str) -> list[tuple[int, int]] | None:
+        """The runs of lines (first, last; 0-based, inclusive, merged where they overlap) that can
+        hold a match, or None when the whole text must be read (a Σ, or a text spaCy reads in
+        pieces). Why reading only them finds every match: `words` works within a line, so
+        `words` of a run of lines is those lines of `words(text)`; spaCy's tokens never cross
+        whitespace, so it tokenises them as in the whole text; and a match's tokens, lowered,
+        spell a needle with only separators between them, which its finder sees in `low` from
+        the match's first line to its last. A file that names a codename once is split and
+        tokenised on that line alone."""
+        if not self._by_lines or "Σ" in text or 2 * len(text) >= self._nlp.max_length - 1:
+            return None        # `words` at most doubles a text: below this it is one spaCy doc
+        compact = _NON_ALNUM.sub("", low)
+        low_ends = [m.start() for m in re.finditer("\n", low)]
+        found = []
+        for needle, finder in zip(self._needles, self._finders):
+            if needle in compact:
+                for m in finder.finditer(low):
+                    found.append((bisect.bisect_left(low_ends, m.start()), bisect.bisect_left(low_ends, m.end(1))))
+        runs: list[list[int]] = []
+        for first, last in sorted(found):
+            if runs and first <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], last)
+            else:
+                runs.append([first, last])
+        return [(a, b) for a, b in runs]
 
     def _spans(self, text: str, matchers) -> Iterator[tuple[str, str, int, int]]:
         """(secret id, codename, start, end) offsets in `text` (already `words(...)`), fed to
