@@ -187,3 +187,29 @@ def test_the_run_summary_shows_the_worst_secrets_ratio_not_a_never_sampled_secre
     text = con.export_text()
     assert "1e-07" not in text and "0.976 (tightest: alpha-strategy)" in text
     assert "privacy budget left for the next run" in text and "must add far more noise" in text
+
+
+def test_the_piped_run_summary_is_one_line_per_row_not_a_table_as_wide_as_its_longest_cell():
+    """Piped (a CI log, `| tee`), the summary's rows are "what: value" lines: a table there took the
+    width of its longest cell (the budget line, ~300 columns) for every row."""
+    import io
+
+    from rich.console import Console
+
+    from repoguard.commands.run import _print, budget_left
+
+    s = {"ran": ["plan"], "skipped": [], "credentials_found": 0, "files": 10, "examples": 40, "secrets": 2,
+         "incidences": 4, "retained_fraction": 0.5, "sigma": 1.2, "batch_size": 16.0, "steps": 100,
+         "bound_ratio_max": 0.999, "binding_secret": "alpha", "least_retained": None,
+         "undetected_floor": {"enabled": True, "k": 1, "p": 1e-10, "r": 1e-3, "achieved_bound": 0.000999},
+         "adapter": None, "report": None, "ledger": "ledger.jsonl"}
+    s["budget_left"] = budget_left(s)
+    buf = io.StringIO()
+    _print(s, Console(file=buf, width=100_000, soft_wrap=True))      # as make_console builds it when piped
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "repoguard run"
+    assert not any(ch in buf.getvalue() for ch in "│┃┏┗━")
+    budget = [x for x in lines if x.startswith("  privacy budget left for the next run: none: this run brings")]
+    assert len(budget) == 1
+    sigma = [x for x in lines if x.startswith("  noise multiplier σ: ")]
+    assert sigma == ["  noise multiplier σ: 1.2 (B = 16, T = 100)"]     # short rows stay short

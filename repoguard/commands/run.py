@@ -203,6 +203,16 @@ def _print(s: dict, con) -> None:
                      "; ".join(f"{k} by {', '.join(v)}" for k, v in sorted(s["insecure_runs"].items()))))
     if s.get("run_dir"):
         rows.append(("run directory (latest)", f"{s['run_dir']} ({s['latest']})"))
+    if not con.is_terminal:
+        # piped or logged: a table would be as wide as its longest cell (the budget line is ~300
+        # columns), so one "what: value" line per row, a multi-line value indented under it
+        con.print("repoguard run", markup=False, highlight=False)
+        for k, v in rows:
+            first, *rest = str(v).split("\n")
+            con.print(f"  {k}: {first}", markup=False, highlight=False)
+            for line in rest:
+                con.print(f"      {line}", markup=False, highlight=False)
+        return
     for k, v in rows:
         t.add_row(k, str(v))
     con.print(t)
