@@ -133,6 +133,7 @@ class Engine:
                 reach=-1))
         self._vendor_prefixes = vendor_prefixes(self.rules)
         self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
+        self._path_memo: dict[str, tuple[bool, tuple[_Compiled, ...]]] = {}   # `_path_facts`
         self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
         # Global allowlists made only of paths skip a whole file before it is scanned.
         self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
@@ -266,18 +267,30 @@ class Engine:
     # -- scanning ----------------------------------------------------------------------------
     def path_allowed(self, path: str) -> bool:
         """True when a global path allowlist excludes `path` entirely."""
-        return any(p.search(path) for p in self._skip_paths)
+        return self._path_facts(path)[0]
+
+    def _path_facts(self, path: str) -> tuple[bool, tuple[_Compiled, ...]]:
+        """(a global path allowlist excludes `path`, the path-only rules matching it), kept per
+        path: a history scan meets the same few thousand paths in tens of thousands of commits,
+        and each RE2 search from Python costs microseconds (issue 45)."""
+        got = self._path_memo.get(path)
+        if got is None:
+            if len(self._path_memo) >= 200_000:      # bounded: a history of many distinct paths
+                self._path_memo.clear()
+            got = self._path_memo[path] = (any(p.search(path) for p in self._skip_paths),
+                                           tuple(c for c in self._path_only if c.path_re.search(path)))
+        return got
 
     def scan(self, data: bytes, path: str, *, commit: str | None = None, depth: int = 0) -> list[Finding]:
         """Findings in `data` (the content of `path`), sorted by offset. Never raises on content:
         any bytes (binary, invalid UTF-8, one 100 MB line) are scanned in linear time."""
-        if depth == 0 and self.path_allowed(path):
-            return []
         out: list[Finding] = []
         if depth == 0:
-            for c in self._path_only:
-                if c.path_re.search(path):
-                    out.append(self._path_finding(c.rule, path))
+            skip, path_rules = self._path_facts(path)
+            if skip:
+                return []
+            for c in path_rules:
+                out.append(self._path_finding(c.rule, path))
         if not data:
             return out
         hits, blobs, present, det_ends = self._candidates(data)
