@@ -277,7 +277,7 @@ def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool,
                 if next_diff < pos:
                     next_diff = buf.find(b"\ndiff --git ", pos) + 1 or end
                 if next_rec < pos:
-                    next_rec = (buf.find(b"\n" + _REC.encode(), pos) + 1 or end) if with_header else end
+                    next_rec = _next_record(buf, pos) if with_header else end
                 stop = min(next_diff, next_rec)
                 if hunks is not None:
                     hunks += findall(buf, pos, stop)
@@ -321,6 +321,16 @@ def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool,
             pos = nl
     if have_any:
         yield current
+
+
+def _next_record(buf: bytes, pos: int) -> int:
+    """Where the first commit record line at or after `pos` starts (`len(buf)` if none): a
+    one-byte `find` (memchr) for the separator, which a file's bytes may hold mid-line too."""
+    sep = _REC.encode()
+    r = buf.find(sep, pos)
+    while r > 0 and buf[r - 1] != 10:        # not at a line start: content, look further
+        r = buf.find(sep, r + 1)
+    return r if r >= 0 else len(buf)
 
 
 def _with_message(commit: Commit | None, pieces: list[bytes]) -> Commit | None:
