@@ -71,7 +71,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100.0, help="corpus size in MB (default 100)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="repoguard worker processes")
-    ap.add_argument("--src", default=None, help="source tree (default: this venv's site-packages)")
+    ap.add_argument("--src", action="append", default=None,
+                    help="source tree, repeatable: copied in order until --mb (default: this venv's site-packages; "
+                         "add e.g. --src /usr --src /root/.pyenv for a corpus of 1 GB or more)")
     ap.add_argument("--skip-detect-secrets", action="store_true")
     ap.add_argument("--kingfisher", default=None, metavar="BIN", help="Kingfisher binary: time it on the same corpus")
     ap.add_argument("--repeats", type=int, default=1, help="timed runs of each tool (median reported)")
@@ -82,14 +84,17 @@ def main() -> int:
                          "well under 1 MB/s; default: the whole corpus)")
     args = ap.parse_args()
     venv_bin = Path(sys.executable).parent
-    src = Path(args.src) if args.src else Path(next(p for p in sys.path if p.endswith("site-packages")))
+    srcs = [Path(x) for x in args.src] if args.src else [Path(next(p for p in sys.path if p.endswith("site-packages")))]
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="rg-bench-") as tmp:
         corpus = Path(tmp) / "corpus"
         cache = Path(tmp) / "cache"
         env["REPOGUARD_CACHE"] = str(cache)
-        n = build_corpus(src, corpus, int(args.mb * 1e6))
-        print(f"corpus: {n / 1e6:.1f} MB of text files from {src}")
+        n = 0
+        for i, src in enumerate(srcs):     # each tree in its own folder: no file overwrites another
+            if n < args.mb * 1e6:
+                n += build_corpus(src, corpus / str(i), int(args.mb * 1e6) - n)
+        print(f"corpus: {n / 1e6:.1f} MB of text files from {', '.join(map(str, srcs))}")
         rg = [str(venv_bin / "repoguard"), "scan", "--no-git", str(corpus), "--format", "json",
               "--output", str(Path(tmp) / "rg.json"), "--jobs", str(args.jobs), "-q"]
         print(f"load {' '.join(open('/proc/loadavg').read().split()[:3])}; date {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
