@@ -3,8 +3,9 @@
 
 Pure functions over byte streams, with no subprocess of their own (`source.gitrepo` runs git).
 Output is split on NUL / `\\n` only, never `splitlines()` (which also splits on \\x0b, \\x1c,
-U+2028 … inside paths and messages). The history's patch loop runs once per line of the whole
-history, so it works on raw bytes.
+U+2028 … inside paths and messages). A history's patches are half a gigabyte, a million hunks
+and millions of lines (issue 45), so they are parsed on raw bytes a file's hunks at a time
+(`_parse_patches`): no Python step per line or per hunk, and nothing decoded that is not scanned.
 """
 from __future__ import annotations
 
