@@ -133,7 +133,7 @@ class Engine:
                 reach=-1))
         self._vendor_prefixes = vendor_prefixes(self.rules)
         self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
-        self._path_memo: dict[str, tuple[bool, tuple[_Compiled, ...]]] = {}   # `_path_facts`
+        self._path_memo: dict = {}   # `_path_facts` (path keys), `_path_matches` ((rule, path) keys)
         self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
         # Global allowlists made only of paths skip a whole file before it is scanned.
         self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
@@ -268,6 +268,15 @@ class Engine:
         """True when a global path allowlist excludes `path` entirely."""
         return self._path_facts(path)[0]
 
+    def _path_matches(self, i: int, c: _Compiled, path: str) -> bool:
+        """Does rule `i`'s path pattern match `path`? Kept per (rule, path), as `_path_facts`."""
+        got = self._path_memo.get((i, path))
+        if got is None:
+            if len(self._path_memo) >= 200_000:
+                self._path_memo.clear()
+            got = self._path_memo[(i, path)] = c.path_re.search(path) is not None
+        return got
+
     def _path_facts(self, path: str) -> tuple[bool, tuple[_Compiled, ...]]:
         """(a global path allowlist excludes `path`, the path-only rules matching it), kept per
         path: a history scan meets the same few thousand paths in tens of thousands of commits,
@@ -296,7 +305,7 @@ class Engine:
         spans: list[tuple] = []  # (compiled, match start, match end, secret start, secret end, secret)
         for i, ends in hits.items():
             c = self.compiled[i]
-            if c.path_re is not None and not c.path_re.search(path):
+            if c.path_re is not None and not self._path_matches(i, c, path):
                 continue
             spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
         vetoes: list[tuple[int, int, str]] = []

@@ -99,8 +99,10 @@ class GitRepo:
         return _decode(out.stdout)
 
     def _stream(self, *args: str) -> subprocess.Popen:
+        # GIT_FLUSH=0: fully buffered output (into a pipe git would flush after every commit)
         proc = subprocess.Popen(
-            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "GIT_FLUSH": "0"},
         )
         assert proc.stdout is not None
         _widen_pipe(proc.stdout.fileno())
