@@ -7,7 +7,12 @@ measured in the same run: the same `git log -p` written to /dev/null. Prints wal
 with `--baseline TREE` (an older repoguard source checkout) also that tree's scan of the same
 history and whether both report the same findings.
 
-    .venv/bin/python bench/history.py [REPO] [--jobs 1] [--baseline /tmp/old] [--json]
+    .venv/bin/python bench/history.py [REPO] [--jobs 1] [--baseline /tmp/old] [--repeats N] [--json]
+
+With `--repeats N` the runs are interleaved (git log, scan, baseline; N times) and each round's
+ratio is taken within the round: on a shared machine the CPU seconds of one process grow with
+the load of the others (two threads on one core), so a git run at a quiet minute and a scan at
+a busy one would make a ratio of the load. Prints each round's ratio and their mean ± SE.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,22 +57,31 @@ def main() -> None:
     ap.add_argument("repo", nargs="?", type=Path, default=ROOT, help="a git repository (default: this checkout)")
     ap.add_argument("--jobs", type=int, default=1, help="scan worker processes (1: CPU is comparable)")
     ap.add_argument("--baseline", type=Path, default=None, metavar="TREE", help="an older repoguard source tree")
+    ap.add_argument("--repeats", type=int, default=1, help="interleaved rounds (ratio taken within each)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     load0 = open("/proc/loadavg").read().split()[:3]
+    rounds = []
     with tempfile.TemporaryDirectory() as tmp:
-        g_wall, g_cpu, rc = timed(GIT_LOG, a.repo)
-        if rc:
-            raise SystemExit(f"{a.repo}: git log -p exited {rc}")
-        s_wall, s_cpu, doc = scan(ROOT, a.repo, a.jobs, Path(tmp) / "this.json")
-        out = {"repo": str(a.repo), "jobs": a.jobs, "commits": doc["stats"].get("commits"),
-               "bytes": doc["stats"].get("bytes"), "findings": len(doc["findings"]),
-               "git_log_wall_s": g_wall, "git_log_cpu_s": g_cpu, "scan_wall_s": s_wall, "scan_cpu_s": s_cpu,
-               "ratio_wall": s_wall / max(g_wall, 1e-9), "ratio_cpu": s_cpu / max(g_cpu, 1e-9)}
-        if a.baseline is not None:
-            b_wall, b_cpu, bdoc = scan(a.baseline, a.repo, a.jobs, Path(tmp) / "baseline.json")
-            out.update(baseline_wall_s=b_wall, baseline_cpu_s=b_cpu, baseline_over_this_cpu=b_cpu / max(s_cpu, 1e-9),
-                       same_findings=bdoc["findings"] == doc["findings"])
+        for _ in range(max(1, a.repeats)):
+            g_wall, g_cpu, rc = timed(GIT_LOG, a.repo)
+            if rc:
+                raise SystemExit(f"{a.repo}: git log -p exited {rc}")
+            s_wall, s_cpu, doc = scan(ROOT, a.repo, a.jobs, Path(tmp) / "this.json")
+            r = {"git_log_wall_s": g_wall, "git_log_cpu_s": g_cpu, "scan_wall_s": s_wall, "scan_cpu_s": s_cpu,
+                 "ratio_wall": s_wall / max(g_wall, 1e-9), "ratio_cpu": s_cpu / max(g_cpu, 1e-9)}
+            if a.baseline is not None:
+                b_wall, b_cpu, bdoc = scan(a.baseline, a.repo, a.jobs, Path(tmp) / "baseline.json")
+                r.update(baseline_wall_s=b_wall, baseline_cpu_s=b_cpu, baseline_over_this_cpu=b_cpu / max(s_cpu, 1e-9),
+                         same_findings=bdoc["findings"] == doc["findings"])
+            r["load"] = open("/proc/loadavg").read().split()[:3]
+            rounds.append(r)
+    out = {"repo": str(a.repo), "jobs": a.jobs, "commits": doc["stats"].get("commits"),
+           "bytes": doc["stats"].get("bytes"), "findings": len(doc["findings"]), **rounds[-1]}
+    ratios = [r["ratio_cpu"] for r in rounds]
+    out["rounds"] = rounds
+    out["ratio_cpu_mean"] = sum(ratios) / len(ratios)
+    out["ratio_cpu_se"] = (statistics.stdev(ratios) / len(ratios) ** 0.5) if len(ratios) > 1 else 0.0
     out["load"] = [load0, open("/proc/loadavg").read().split()[:3]]
     if a.json:
         print(json.dumps(out, indent=2))
@@ -74,11 +89,15 @@ def main() -> None:
     print(f"history of {a.repo}: {out['commits']:,} commits, {out['bytes'] / 1e6:.0f} MB of added lines, "
           f"{out['findings']} findings; --jobs {a.jobs}; load {' '.join(load0)} → {' '.join(out['load'][1])}")
     print(f"baseline: git log -p of the same range: {g_wall:.1f} s wall, {g_cpu:.1f} s CPU")
-    print(f"scan --history: {s_wall:.1f} s wall, {s_cpu:.1f} s CPU (git's included); ratio to git log -p "
-          f"{out['ratio_wall']:.2f}× wall, {out['ratio_cpu']:.2f}× CPU")
-    if a.baseline is not None:
-        print(f"baseline tree {a.baseline}: {out['baseline_wall_s']:.1f} s wall, {out['baseline_cpu_s']:.1f} s CPU; "
-              f"ratio baseline / this {out['baseline_over_this_cpu']:.2f}× CPU; same findings: {out['same_findings']}")
+    for i, r in enumerate(rounds, 1):
+        print(f"round {i} (load {' '.join(r['load'])}): git log -p {r['git_log_wall_s']:.1f} s wall, "
+              f"{r['git_log_cpu_s']:.1f} s CPU; scan --history {r['scan_wall_s']:.1f} s wall, {r['scan_cpu_s']:.1f} s CPU "
+              f"(git's included); ratio {r['ratio_wall']:.2f}× wall, {r['ratio_cpu']:.2f}× CPU")
+        if a.baseline is not None:
+            print(f"  baseline tree {a.baseline}: {r['baseline_wall_s']:.1f} s wall, {r['baseline_cpu_s']:.1f} s CPU; "
+                  f"baseline / this {r['baseline_over_this_cpu']:.2f}× CPU; same findings: {r['same_findings']}")
+    print(f"ratio scan / git log -p: {out['ratio_cpu_mean']:.2f} ± {out['ratio_cpu_se']:.2f}× CPU "
+          f"(mean ± SE of {len(rounds)} rounds; target ≤ 1.5×)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,18 @@
-"""Benchmark: MB/s of `repoguard scan --no-git` against `detect-secrets scan --all-files`.
+"""Benchmark: MB/s of `repoguard scan --no-git` against `detect-secrets scan --all-files` and,
+with `--kingfisher BIN`, against Kingfisher (the fastest peer, issue 45), on the same corpus in
+the same run.
 
 Both scan the same corpus of real source in one run: text files (.py .pyi .c .h .cpp .js .ts
 .json .toml .cfg .txt .md .rst .yaml) copied from the venv's site-packages into a temporary
 directory (default ≥ 100 MB). Prints bytes, seconds, MB/s, MB/s per core, findings per MB and
 the ratio, findings per 100 MB (with their triage location), both in wall-clock MB/s and in MB per CPU-second (the second is what a shared
 machine can measure fairly: it does not depend on what else runs). Run by hand: `.venv/bin/python bench/scan.py [--mb 100] [--jobs N]`.
+
+Kingfisher is installed apart from the project (never into its lock), e.g.
+`python -m venv /tmp/kf && /tmp/kf/bin/pip install kingfisher-bin`, and its binary is run
+directly: `--kingfisher /tmp/kf/lib/python3.*/site-packages/kingfisher/bin/kingfisher`. It runs
+with `--no-validate --git-history none` (no network, the files only) and the same worker count;
+each tool gets one warm-up run (rule caches, page cache), then `--repeats` timed runs (median).
 """
 from __future__ import annotations
 
@@ -54,33 +62,51 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, subproces
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), proc
 
 
+def _median(runs: list[tuple[float, float, subprocess.CompletedProcess]]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """The run of median CPU seconds (its wall and process with it)."""
+    return sorted(runs, key=lambda r: r[1])[len(runs) // 2]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100.0, help="corpus size in MB (default 100)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="repoguard worker processes")
-    ap.add_argument("--src", default=None, help="source tree (default: this venv's site-packages)")
+    ap.add_argument("--src", action="append", default=None,
+                    help="source tree, repeatable: copied in order until --mb (default: this venv's site-packages; "
+                         "add e.g. --src /usr --src /root/.pyenv for a corpus of 1 GB or more)")
     ap.add_argument("--skip-detect-secrets", action="store_true")
+    ap.add_argument("--kingfisher", default=None, metavar="BIN", help="Kingfisher binary: time it on the same corpus")
+    ap.add_argument("--repeats", type=int, default=1, help="timed runs of each tool (median reported)")
+    ap.add_argument("--keep-output", default=None, metavar="DIR",
+                    help="copy repoguard's JSON report there (to diff finding sets between trees)")
     ap.add_argument("--detect-secrets-mb", type=float, default=None,
                     help="time detect-secrets on the first N MB of the same corpus only (it runs at "
                          "well under 1 MB/s; default: the whole corpus)")
     args = ap.parse_args()
     venv_bin = Path(sys.executable).parent
-    src = Path(args.src) if args.src else Path(next(p for p in sys.path if p.endswith("site-packages")))
+    srcs = [Path(x) for x in args.src] if args.src else [Path(next(p for p in sys.path if p.endswith("site-packages")))]
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="rg-bench-") as tmp:
         corpus = Path(tmp) / "corpus"
         cache = Path(tmp) / "cache"
         env["REPOGUARD_CACHE"] = str(cache)
-        n = build_corpus(src, corpus, int(args.mb * 1e6))
-        print(f"corpus: {n / 1e6:.1f} MB of text files from {src}")
+        n = 0
+        for i, src in enumerate(srcs):     # each tree in its own folder: no file overwrites another
+            if n < args.mb * 1e6:
+                n += build_corpus(src, corpus / str(i), int(args.mb * 1e6) - n)
+        print(f"corpus: {n / 1e6:.1f} MB of text files from {', '.join(map(str, srcs))}")
         rg = [str(venv_bin / "repoguard"), "scan", "--no-git", str(corpus), "--format", "json",
               "--output", str(Path(tmp) / "rg.json"), "--jobs", str(args.jobs), "-q"]
+        print(f"load {' '.join(open('/proc/loadavg').read().split()[:3])}; date {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
         timed(rg, corpus, env)  # warm: compile the Hyperscan database into the cache, fill page cache
-        t_rg, cpu_rg, p = timed(rg, corpus, env)
+        t_rg, cpu_rg, p = _median([timed(rg, corpus, env) for _ in range(max(1, args.repeats))])
         if p.returncode not in (0, 1):
             print(p.stderr.decode(), file=sys.stderr)
             return 2
         doc = json.loads((Path(tmp) / "rg.json").read_text())
+        if args.keep_output:
+            Path(args.keep_output).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(tmp) / "rg.json", Path(args.keep_output) / "repoguard.json")
         stats = doc["stats"]
         rg_mbs = stats["bytes"] / 1e6 / t_rg
         rg_cpu_mbs = stats["bytes"] / 1e6 / cpu_rg
@@ -97,6 +123,20 @@ def main() -> int:
             by_loc[f.get("location", "?")] = by_loc.get(f.get("location", "?"), 0) + 1
         per100 = len(doc["findings"]) / (stats["bytes"] / 1e8) if stats["bytes"] else 0.0
         print(f"  findings per 100 MB of real source: {per100:.1f} (target ≤ 10); by location {by_loc}")
+        if args.kingfisher:
+            kf = [args.kingfisher, "scan", str(corpus), "--no-validate", "--git-history", "none", "--format", "json",
+                  "--no-update-check", "-q", "-j", str(args.jobs), "-o", str(Path(tmp) / "kf.json")]
+            timed(kf, corpus, env)  # warm: its Vectorscan rule cache, as for repoguard
+            t_kf, cpu_kf, p = _median([timed(kf, corpus, env) for _ in range(max(1, args.repeats))])
+            if p.returncode not in (0, 200, 205):  # 200/205: findings (not validated)
+                print(p.stderr.decode()[-2000:], file=sys.stderr)
+                return 2
+            kf_n = len(json.loads((Path(tmp) / "kf.json").read_text()).get("findings", []))
+            kf_mbs, kf_cpu_mbs = stats["bytes"] / 1e6 / t_kf, stats["bytes"] / 1e6 / cpu_kf
+            print(f"kingfisher scan --no-validate: {t_kf:.2f} s wall, {kf_mbs:.1f} MB/s wall; {cpu_kf:.2f} CPU s, "
+                  f"{kf_cpu_mbs:.1f} MB per CPU-second; {kf_n} findings (its own rules)")
+            print(f"ratio repoguard / kingfisher: {rg_mbs / kf_mbs:.2f}x wall, {rg_cpu_mbs / kf_cpu_mbs:.2f}x per CPU-second "
+                  f"(target ≥ 1.5x per CPU-second); load now {' '.join(open('/proc/loadavg').read().split()[:3])}")
         if args.skip_detect_secrets:
             return 0
         ds_dir, n_ds = corpus, n

@@ -144,27 +144,29 @@ def test_added_lines_come_back_as_the_committed_bytes(make_repo):
     assert [a.text.encode("utf-8", "surrogateescape") for a in patch.added] == body.rstrip(b"\n").split(b"\n")
 
 
-def test_line_blocks_cut_long_lines_across_reads():
+def test_chunks_cut_long_lines_across_reads():
     """Lines split across reads are joined; an over-long one is cut to its head and its rest
-    skipped however many reads it spans."""
+    skipped however many reads it spans; chunks hold whole lines only."""
     import io
 
-    from repoguard.source.gitlog import _iter_line_blocks
+    from repoguard.source.gitlog import _iter_chunks
 
     data = b"a\n" + b"x" * 50 + b"\nbb\n\n" + b"y" * 7 + b"\r\nz"
     for chunk in (1, 3, 8, 64):
-        got = [ln for block in _iter_line_blocks(io.BytesIO(data), 10, chunk_size=chunk) for ln in block]
-        assert got == [b"a", b"x" * 10, b"bb", b"", b"y" * 7 + b"\r", b"z"], chunk
+        got = list(_iter_chunks(io.BytesIO(data), 10, chunk_size=chunk))
+        assert all(c.endswith(b"\n") for c in got[:-1]), chunk
+        assert b"".join(got).split(b"\n") == [b"a", b"x" * 10, b"bb", b"", b"y" * 7 + b"\r", b"z"], chunk
 
 
 def test_hunk_headers_parse_like_the_reference_regex():
-    """`_hunk_start` (the history's million hunk headers, by hand) agrees with `_HUNK` on the
-    usual forms and on malformed ones (which fall back to the regex)."""
-    from repoguard.source.gitlog import _HUNK, _hunk_start
+    """`_HUNKS` (all of a file's hunks in one `findall`) reads a header's new-side start as the
+    reference `_HUNK` does, on the usual forms and on malformed ones (skipped with their lines)."""
+    from repoguard.source.gitlog import _HUNK, _HUNKS
 
     cases = [b"@@ -1 +1 @@", b"@@ -0,0 +1,3 @@", b"@@ -10,2 +12 @@ def f():", b"@@ -1, +2 @@", b"@@ -a +2 @@",
              b"@@ -1 +2,x @@", b"@@@ -1 +2 @@", b"@@ -1 +2 @@@", b"@@ -1,2,3 +4 @@", b"@@ -1 +2", b"@@ -1 +22",
              b"@@ -1 +\xd9\xa3 @@", b"@@  -1 +2 @@", b"@@ -1 +2, @@", b"@@ -1 +-2 @@", b"@@ -+1 +2 @@"]
     for c in cases:
         m = _HUNK.match(c)
-        assert _hunk_start(c) == (int(m.group(1)) if m else 0), c
+        got = _HUNKS.findall(c + b"\n+added\n")
+        assert got == ([(m.group(1), b"+added\n")] if m else []), c

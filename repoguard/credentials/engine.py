@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 5
+_CACHE_VERSION = 6   # 6: the base64 blob prefilter is one bounded pattern (`_b64_blob_end`)
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 # Generic key/token rules whose candidates a vendor-keyword veto makes low-confidence (never the
 # password rules: a password next to a vendor's name is still a password). A low finding is not
@@ -133,6 +133,7 @@ class Engine:
                 reach=-1))
         self._vendor_prefixes = vendor_prefixes(self.rules)
         self._path_only = [c for c in self.compiled if c.rule.regex is None and c.path_re is not None]
+        self._path_memo: dict = {}   # `_path_facts` (path keys), `_path_matches` ((rule, path) keys)
         self.global_allow = [compile_allowlist(a) for a in ruleset.allowlists]
         # Global allowlists made only of paths skip a whole file before it is scanned.
         self._skip_paths = [c.paths for c in self.global_allow if c.paths is not None and not (
@@ -208,14 +209,13 @@ class Engine:
         for j, k in enumerate(self.keywords):
             exprs.append(re.escape(k).encode()), ids.append(self._kw_base + j), flags.append(caseless)
         # Blobs end at a non-blob byte (or the end), so each blob is reported about once.
-        # A base64 blob worth decoding has a digit and an upper-case letter (identifiers and paths
-        # rarely do); min_length keeps it ≥ 32 characters (+ the terminator).
+        # Base64: the last 32 characters of a run, its padding and what ends it; which of those
+        # runs are worth decoding (a digit and an upper-case letter) is `_b64_blob_end`'s check.
+        # The pattern that said it all (`c*[0-9]c*[A-Z]c*…`, min_length 33) cost 2.4× this one,
+        # more than all the rules together (issue 45).
         ext = [hyperscan.ExpressionExt(flags=0)] * len(exprs)
-        c = rb"[A-Za-z0-9+/_-]"
-        blob_ext = hyperscan.ExpressionExt(flags=hyperscan.HS_EXT_FLAG_MIN_LENGTH, min_length=33)
-        for a, b in ((rb"[0-9]", rb"[A-Z]"), (rb"[A-Z]", rb"[0-9]")):
-            exprs.append(c + b"*" + a + c + b"*" + b + c + rb"*={0,2}(?:[^A-Za-z0-9+/=_-]|$)")
-            ids.append(self._blob_b64), flags.append(0), ext.append(blob_ext)
+        exprs.append(rb"[A-Za-z0-9+/_-]{32}={0,2}(?:[^A-Za-z0-9+/=_-]|$)")
+        ids.append(self._blob_b64), flags.append(0), ext.append(hyperscan.ExpressionExt(flags=0))
         exprs.append(HEX + rb"(?:[^0-9a-zA-Z]|$)"), ids.append(self._blob_hex), flags.append(0)
         ext.append(hyperscan.ExpressionExt(flags=0))
         for j, d in enumerate(self.detectors):
@@ -266,25 +266,46 @@ class Engine:
     # -- scanning ----------------------------------------------------------------------------
     def path_allowed(self, path: str) -> bool:
         """True when a global path allowlist excludes `path` entirely."""
-        return any(p.search(path) for p in self._skip_paths)
+        return self._path_facts(path)[0]
+
+    def _path_matches(self, i: int, c: _Compiled, path: str) -> bool:
+        """Does rule `i`'s path pattern match `path`? Kept per (rule, path), as `_path_facts`."""
+        got = self._path_memo.get((i, path))
+        if got is None:
+            if len(self._path_memo) >= 200_000:
+                self._path_memo.clear()
+            got = self._path_memo[(i, path)] = c.path_re.search(path) is not None
+        return got
+
+    def _path_facts(self, path: str) -> tuple[bool, tuple[_Compiled, ...]]:
+        """(a global path allowlist excludes `path`, the path-only rules matching it), kept per
+        path: a history scan meets the same few thousand paths in tens of thousands of commits,
+        and each RE2 search from Python costs microseconds (issue 45)."""
+        got = self._path_memo.get(path)
+        if got is None:
+            if len(self._path_memo) >= 200_000:      # bounded: a history of many distinct paths
+                self._path_memo.clear()
+            got = self._path_memo[path] = (any(p.search(path) for p in self._skip_paths),
+                                           tuple(c for c in self._path_only if c.path_re.search(path)))
+        return got
 
     def scan(self, data: bytes, path: str, *, commit: str | None = None, depth: int = 0) -> list[Finding]:
         """Findings in `data` (the content of `path`), sorted by offset. Never raises on content:
         any bytes (binary, invalid UTF-8, one 100 MB line) are scanned in linear time."""
-        if depth == 0 and self.path_allowed(path):
-            return []
         out: list[Finding] = []
         if depth == 0:
-            for c in self._path_only:
-                if c.path_re.search(path):
-                    out.append(self._path_finding(c.rule, path))
+            skip, path_rules = self._path_facts(path)
+            if skip:
+                return []
+            for c in path_rules:
+                out.append(self._path_finding(c.rule, path))
         if not data:
             return out
         hits, blobs, present, det_ends = self._candidates(data)
         spans: list[tuple] = []  # (compiled, match start, match end, secret start, secret end, secret)
         for i, ends in hits.items():
             c = self.compiled[i]
-            if c.path_re is not None and not c.path_re.search(path):
+            if c.path_re is not None and not self._path_matches(i, c, path):
                 continue
             spans += [(c, *sp[1:]) for sp in self._confirm(i, c, data, ends)]
         vetoes: list[tuple[int, int, str]] = []
@@ -376,8 +397,11 @@ class Engine:
                     hits.setdefault(i, []).append(t)
                 elif i < self._blob_b64:
                     present.add(self.keywords[i - nrules])
+                elif i == self._blob_b64:
+                    if _b64_blob_end(data, t):
+                        blobs.append(("base64", t))
                 else:
-                    blobs.append(("base64" if i == self._blob_b64 else "hex", t))
+                    blobs.append(("hex", t))
             det_ends = {i - base: ends for i, ends in det.items()}
             allowed = self._allowed_rules(present)
             hits = {i: ends for i, ends in hits.items() if i in allowed}
@@ -511,7 +535,7 @@ class Engine:
         out: list[Finding] = []
         taken = [(f.start, f.end) for f in direct if f.confidence != "low"]  # a low one may hide a blob's secret
         last_end = -1
-        for kind, e in sorted(blobs, key=lambda b: b[1]):
+        for kind, e in sorted(blobs, key=lambda b: (b[1], _blob_rank(data, *b))):
             if e <= last_end:
                 continue
             chars = B64_CHARS if kind == "base64" else HEX_CHARS
@@ -540,6 +564,43 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
+
+
+_RUN = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_DIGITS, _UPPER = b"0123456789", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _b64_blob_end(data: bytes, t: int) -> bool:
+    """Is `t` (a match end of the base64 blob prefilter: a run of [A-Za-z0-9+/_-], up to two `=`,
+    then a byte outside those or the end of `data`) the end of a blob worth decoding: its whole
+    run holds a digit and an upper-case letter (base64 of text mixes them; identifiers, paths
+    and hex in lower case do not), and run, padding and end byte are ≥ 33 bytes? Exactly the
+    ends `[c]*[0-9][c]*[A-Z][c]*={0,2}(?:[^c=]|$)` (either order, min_length 33) reported."""
+    k = t
+    term = data[k - 1:k].translate(None, _RUN + b"=") != b""   # the byte that ended the run
+    if term:
+        k -= 1
+    pad = 0
+    while pad < 2 and data[k - 1:k] == b"=":
+        k, pad = k - 1, pad + 1
+    start = k
+    while start > 0:                   # back to the run's first byte (a run may be megabytes)
+        lo = max(0, start - 4096)
+        kept = len(data[lo:start].rstrip(_RUN))
+        start = lo + kept
+        if kept:
+            break
+    run = data[start:k]
+    return (len(run) + pad + term >= 33 and len(run.translate(None, _DIGITS)) < len(run)
+            and len(run.translate(None, _UPPER)) < len(run))
+
+
+def _blob_rank(data: bytes, kind: str, e: int) -> int:
+    """Order of a base64 and a hex blob ending at the same offset, as the database with the
+    former pattern reported them: at the end of the data (no end byte) base64 first, else hex
+    first (the first one read sets where the next may start)."""
+    at_end = data[e - 1:e].translate(None, B64_CHARS if kind == "base64" else HEX_CHARS) == b""
+    return (kind == "hex") if at_end else (kind == "base64")
 
 
 def vendor_prefixes(rules) -> tuple[bytes, ...]:

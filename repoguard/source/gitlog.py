@@ -3,13 +3,19 @@
 
 Pure functions over byte streams, with no subprocess of their own (`source.gitrepo` runs git).
 Output is split on NUL / `\\n` only, never `splitlines()` (which also splits on \\x0b, \\x1c,
-U+2028 … inside paths and messages). The history's patch loop runs once per line of the whole
-history, so it works on raw bytes.
+U+2028 … inside paths and messages). A history's patches are half a gigabyte, a million hunks
+and millions of lines (issue 45), so they are parsed on raw bytes a file's hunks at a time
+(`_parse_patches`): no Python step per line or per hunk, and nothing decoded that is not scanned.
 """
 from __future__ import annotations
 
+import functools
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import itemgetter
+from collections.abc import Sequence
 from typing import IO, Iterable, Iterator
 
 # Separators for the log format: ASCII record/unit separators never occur in git metadata we read.
@@ -64,32 +70,101 @@ class AddedLine:
     text: str
 
 
+class LineNumbers(Sequence[int]):
+    """The new-side line numbers of one path's added lines in a patch (`Patch.texts`), from its
+    hunks (start line, added run): computed on first use, as most texts have no finding and a
+    history has millions of lines. Pickles as two lists of one int per hunk."""
+
+    __slots__ = ("_hunks", "_starts", "_ends")
+
+    def __init__(self, hunks: list[tuple[bytes, bytes]]) -> None:
+        self._hunks: list[tuple[bytes, bytes]] | None = hunks
+        self._starts: list[int] = []
+        self._ends: list[int] = []          # cumulative count of added lines after each hunk
+
+    def _spans(self) -> tuple[list[int], list[int]]:
+        if self._hunks is not None:
+            h, self._hunks = self._hunks, None
+            self._starts = list(map(int, map(_START, h)))
+            self._ends = list(accumulate(map(bytes.count, map(_RUN, h), repeat(b"\n"))))
+        return self._starts, self._ends
+
+    def __len__(self) -> int:
+        ends = self._spans()[1]
+        return ends[-1] if ends else 0
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        starts, ends = self._spans()
+        k = bisect_right(ends, i)
+        return starts[k] + i - (ends[k - 1] if k else 0)
+
+    def __iter__(self) -> Iterator[int]:
+        starts, ends = self._spans()
+        before = 0
+        for s, e in zip(starts, ends):
+            yield from range(s, s + e - before)
+            before = e
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (list, tuple, LineNumbers)) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"LineNumbers({list(self)!r})"
+
+    def __getstate__(self):
+        return self._spans()
+
+    def __setstate__(self, state) -> None:
+        self._hunks = None
+        self._starts, self._ends = state
+
+
+_START, _RUN = itemgetter(0), itemgetter(1)
+
+
 @dataclass
 class Patch:
     """Added lines of one commit (or of the staged change when `commit` is None); `paths`: every
     new-side path the patch names (a renamed or emptied file adds no line but has a name).
 
-    Kept as the raw bytes of each path's added lines (`by_path`: path → (line numbers, lines
-    without newline), in patch order): a history holds millions of added lines, and one object
-    and one decode per line cost more than scanning them. `added` builds the `AddedLine` list on
-    demand."""
+    Kept as git printed them (`by_path`: path → its hunks in patch order, each (new-side start
+    line as ASCII digits, added run: the "+" lines with their newlines)): a history holds a
+    million hunks and millions of added lines, and one Python object or decode per line or per
+    hunk cost more than scanning them. `texts` joins a path's runs; `added` builds the
+    `AddedLine` list on demand."""
 
     commit: Commit | None
-    by_path: dict[str, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+    by_path: dict[str, list[tuple[bytes, bytes]]] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)
 
     @property
     def added(self) -> list[AddedLine]:
-        """Every added line as an `AddedLine`, built on demand (path by path, in patch order)."""
-        return [AddedLine(path=path, line=n, text=_decode(t))
-                for path, (nums, texts) in self.by_path.items() for n, t in zip(nums, texts)]
+        """One `AddedLine` per added line, in patch order."""
+        out: list[AddedLine] = []
+        for path, hunks in self.by_path.items():
+            for start, run in hunks:
+                if run:
+                    n = int(start)
+                    out += [AddedLine(path=path, line=n + i, text=_decode(t))
+                            for i, t in enumerate(run[1:-1].split(b"\n+"))]
+        return out
 
-    def texts(self) -> Iterator[tuple[str, bytes, list[int]]]:
-        """(path, its added lines joined by b"\n", their line numbers) per path: the bytes are
-        exactly the decoded lines re-encoded (`_decode` is surrogateescape, a round trip)."""
-        for path, (nums, texts) in self.by_path.items():
-            if nums:
-                yield path, b"\n".join(texts), nums
+    def texts(self) -> Iterator[tuple[str, bytes, LineNumbers]]:
+        """(path, its added lines joined by b"\n", their line numbers) per path with any: the
+        bytes are exactly the decoded lines re-encoded (`_decode` is surrogateescape, a round
+        trip). Each run is "+line\n+line\n…", so dropping the first "+", the last newline and
+        every "\n+" leaves the lines joined by newlines."""
+        for path, hunks in self.by_path.items():
+            joined = b"".join(map(_RUN, hunks))
+            if joined:
+                yield path, joined[1:-1].replace(b"\n+", b"\n"), LineNumbers(hunks)
 
 
 @dataclass(frozen=True)
@@ -161,109 +236,112 @@ def _parse_name_status(rest: str) -> Iterator[Change]:
             i += 1
 
 
+# A hunk header's new-side start: the reference form, kept for the tests of `_HUNKS`.
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+# Every `-U0` hunk of a region of one file's patch, for `findall`: group 1 the header's new-side
+# start line, group 2 the added run ("+" prefixes and newlines kept). With -U0 a hunk is its
+# header, the removed run, git's "\ No newline at end of file" marker and the added run (the
+# marker after it is skipped by the search). A malformed header is skipped with its lines.
+_HUNKS = re.compile(rb"(?m)^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@[^\n]*+\n(?:-[^\n]*+\n)*+(?:\\[^\n]*+\n)?"
+                    rb"((?:\+[^\n]*+\n)*+)")
 
 
-def _hunk_range(raw: bytes) -> tuple[int, int]:
-    """(new-side start line, number of new-side lines) of a hunk header "@@ -a[,b] +c[,d] @@…"
-    ((0, 0) if malformed; d defaults to 1): `_HUNK` by hand for the usual form, as a history has
-    a million hunks; the regex decides the rest."""
-    parts = raw.split(b" ", 4)
-    if len(parts) >= 4 and parts[0] == b"@@" and parts[3] == b"@@" and parts[1][:1] == b"-" \
-            and parts[2][:1] == b"+":
-        old, old_comma, old_n = parts[1][1:].partition(b",")
-        new, comma, new_n = parts[2][1:].partition(b",")
-        if old.isdigit() and new.isdigit() and (not old_n or old_n.isdigit()) \
-                and (not comma or new_n.isdigit()) and (not old_comma or old_n):
-            return int(new), int(new_n) if comma else 1
-    m = _HUNK.match(raw)
-    return (int(m.group(1)), 1 if m.group(2) is None else int(m.group(2))) if m else (0, 0)
-
-
-def _hunk_start(raw: bytes) -> int:
-    """The new-side start line of a hunk header (see `_hunk_range`)."""
-    return _hunk_range(raw)[0]
-
-
-def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool) -> Iterator[Patch]:
+def _parse_patches(stream: IO[bytes], *, max_line_chars: int, with_header: bool,
+                   chunk_size: int = 1 << 20) -> Iterator[Patch]:
     """Parse `git log -p -U0` / `git diff -U0` output into Patches of added lines.
 
-    The loop runs once per line of the whole history, so it works on raw bytes and dispatches
-    on the first byte: "+" (added line, or the "+++ " new-path header), "-" (removed line or
-    "--- " header: nothing to keep), then the rarer headers; lines are kept as bytes in
-    `Patch.by_path` (no per-line object or decode)."""
+    Works on blocks of whole lines that never end inside a file's hunks (`_iter_blocks`) and
+    on a file's hunks at once: one `_HUNKS.findall` over them (in C) gives each hunk's start
+    line and added run, kept as they are in `Patch.by_path` (no per-line, and no per-hunk,
+    Python step: a history has a million hunks and millions of lines, issue 45). Header lines
+    (the commit record, "+++ ", "rename to ") are dispatched one by one: a few per file."""
     current = Patch(commit=None)
     have_any = not with_header
-    nums: list[int] | None = None            # the current path's line numbers and lines, or None
-    texts: list[bytes] = []
-    lineno = 0
-    rec, unit = _REC.encode(), _UNIT.encode()
-    message: list[bytes] | None = None        # lines of the commit message being read (up to a NUL)
-    left = 0                                  # added lines still to come in the current hunk
-    plus, minus = b"+", b"-"
-    for block in _iter_line_blocks(stream, max_line_chars):
-        for raw in block:
-            if message is not None:
-                body, nul, _ = raw.partition(b"\0")
-                message.append(body)
-                if nul:
-                    current.commit = _with_message(current.commit, message)
-                    message = None
+    hunks: list[tuple[bytes, bytes]] | None = None   # the current path's hunks, or None
+    message: list[bytes] | None = None       # the commit message being read (up to a NUL)
+    rec, unit = _REC.encode()[0], _UNIT.encode()
+    plus, at, r_, c_ = ord("+"), ord("@"), ord("r"), ord("c")
+    findall = _HUNKS.findall
+    for buf in _iter_blocks(stream, max_line_chars, chunk_size):
+        pos, end = 0, len(buf)
+        next_diff = next_rec = -1             # where the next file / commit starts (cached finds)
+        if message is not None:              # the message goes on up to its NUL
+            nul = buf.find(b"\0")
+            if nul < 0:
+                message.append(buf)
                 continue
-            head = raw[:1]
+            message.append(buf[:nul])
+            current.commit = _with_message(current.commit, message)
+            message = None
+            pos = buf.find(b"\n", nul) + 1 or end   # the rest of the NUL's line is git's
+        while pos < end:
+            head = buf[pos]
+            if head == at:                   # this file's hunks, up to the next file or commit
+                if next_diff < pos:
+                    next_diff = buf.find(b"\ndiff --git ", pos) + 1 or end
+                if next_rec < pos:
+                    next_rec = _next_record(buf, pos) if with_header else end
+                stop = min(next_diff, next_rec)
+                if hunks is not None:
+                    hunks += findall(buf, pos, stop)
+                pos = stop
+                continue
+            nl = buf.find(b"\n", pos) + 1 or end
             if head == plus:
-                if left > 0:
-                    # an added line, even one reading `++ x` (`+++ x` in the patch): the hunk
-                    # header said how many follow, so it is not taken for the next file's header
-                    if nums is not None and lineno:
-                        nums.append(lineno)
-                        texts.append(raw[1:])
-                        lineno += 1
-                    left -= 1
-                elif raw.startswith(b"+++ "):
-                    target = raw[4:].rstrip(b"\t")  # git appends a TAB after names with spaces
+                if buf.startswith(b"+++ ", pos):
+                    target = buf[pos + 4:nl].rstrip(b"\n").rstrip(b"\t")  # git appends a TAB after names with spaces
                     if target == b"/dev/null":
-                        nums = None
+                        hunks = None
                     else:
                         path = _decode(_unquote(target)[2:])
                         current.paths.append(path)
-                        nums, texts = current.by_path.setdefault(path, ([], []))
-                continue
-            if head == minus:
-                continue
-            if with_header and raw.startswith(rec):
+                        hunks = current.by_path.setdefault(path, [])
+            elif head == rec and with_header:
                 if have_any:
                     yield current
-                f = raw[1:].split(unit, 6)
+                f = buf[pos + 1:nl].split(unit, 6)
                 current = Patch(commit=Commit(
                     sha=_decode(f[0]), parents=tuple(_decode(f[1]).split()), author_name=_decode(f[2]),
                     author_email=_decode(f[3]), author_date=_decode(f[4]), committer_date=_decode(f[5]),
                     message="",
                 ))
+                have_any = True
+                hunks = None
                 if len(f) > 6:                 # `%B` then NUL (`_PATCH_FORMAT`); older formats have none
                     body, nul, _ = f[6].partition(b"\0")
                     message = [body]
-                    if nul:
-                        current.commit = _with_message(current.commit, message)
-                        message = None
-                have_any = True
-                nums = None
-                left = 0
-                continue
-            if raw.startswith(b"@@"):
-                lineno, left = _hunk_range(raw)
-                continue
-            if raw.startswith((b"rename to ", b"copy to ")):
-                current.paths.append(_decode(_unquote(raw.split(b" to ", 1)[1])))
+                    if not nul:                # the message goes on past this line
+                        m_end = buf.find(b"\0", nl)
+                        if m_end < 0:
+                            message.append(buf[nl:])
+                            break
+                        message.append(buf[nl:m_end])
+                        nl = buf.find(b"\n", m_end) + 1 or end
+                    current.commit = _with_message(current.commit, message)
+                    message = None
+            elif (head == r_ or head == c_) and buf.startswith((b"rename to ", b"copy to "), pos):
+                current.paths.append(_decode(_unquote(buf[pos:nl].rstrip(b"\n").split(b" to ", 1)[1])))
+            pos = nl
     if have_any:
         yield current
 
 
-def _with_message(commit: Commit | None, lines: list[bytes]) -> Commit | None:
+def _next_record(buf: bytes, pos: int) -> int:
+    """Where the first commit record line at or after `pos` starts (`len(buf)` if none): a
+    one-byte `find` (memchr) for the separator, which a file's bytes may hold mid-line too."""
+    sep = _REC.encode()
+    r = buf.find(sep, pos)
+    while r > 0 and buf[r - 1] != 10:        # not at a line start: content, look further
+        r = buf.find(sep, r + 1)
+    return r if r >= 0 else len(buf)
+
+
+def _with_message(commit: Commit | None, pieces: list[bytes]) -> Commit | None:
+    """`commit` with its message: `pieces` are consecutive bytes of it (newlines included)."""
     if commit is None:
         return None
     import dataclasses
-    return dataclasses.replace(commit, message=_decode(b"\n".join(lines)).rstrip("\n"))
+    return dataclasses.replace(commit, message=_decode(b"".join(pieces)).rstrip("\n"))
 
 
 def _unquote(b: bytes) -> bytes:
@@ -291,21 +369,15 @@ def _unquote(b: bytes) -> bytes:
     return bytes(out)
 
 
-def _iter_lines(stream: IO[bytes], max_line_chars: int) -> Iterator[bytes]:
-    """Lines split on b"\\n" only, each cut to `max_line_chars` bytes without buffering the rest."""
-    for block in _iter_line_blocks(stream, max_line_chars):
-        yield from block
-
-
-def _iter_line_blocks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 1 << 16) -> Iterator[list[bytes]]:
-    """`_iter_lines` a chunk at a time: the lines completed by each read of up to `chunk_size`
-    bytes, split on b"\\n" only (never splitlines: a CR or a form feed is part of a line).
-    A line is cut to `max_line_chars` bytes; the rest of an over-long line is skipped as it
-    arrives, so memory stays bounded by the chunk and the cut. One readline per line cost more
-    than the scan of a history (issue 45)."""
+def _iter_chunks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """The stream in chunks of whole lines (each chunk ends with b"\\n", except a last line
+    without one), split on b"\\n" only (never splitlines: a CR or a form feed is part of a
+    line). A line longer than `max_line_chars` bytes is cut to its head (and its newline); the
+    rest is skipped as it arrives, so memory stays bounded by the chunk and the cut."""
     read = getattr(stream, "read1", stream.read)
-    buf = b""
+    buf = b""                           # an incomplete last line, carried to the next read
     skipping = False                    # inside an over-long line whose head was yielded
+    cut = _long_lines(max_line_chars)
     while True:
         chunk = read(chunk_size)
         if not chunk:
@@ -316,14 +388,52 @@ def _iter_line_blocks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 
                 continue
             chunk, skipping = chunk[i + 1:], False
         data = buf + chunk if buf else chunk
-        parts = data.split(b"\n")
-        buf = parts.pop()
-        if len(buf) > max_line_chars:
-            parts.append(buf)
-            buf, skipping = b"", True
-        if len(data) <= max_line_chars:
-            yield parts                  # no line can be longer than what was read (the usual case)
-        else:
-            yield [ln if len(ln) <= max_line_chars else ln[:max_line_chars] for ln in parts]
+        nl = data.rfind(b"\n") + 1
+        body, buf = data[:nl], data[nl:]
+        if len(data) > max_line_chars and _may_hold_long_line(body, max_line_chars):
+            body = cut.sub(rb"\1", body)
+            if len(buf) > max_line_chars:
+                body += buf[:max_line_chars] + b"\n"
+                buf, skipping = b"", True
+        if body:
+            yield body
     if buf:
-        yield [buf]
+        yield buf
+
+
+def _iter_blocks(stream: IO[bytes], max_line_chars: int, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """`_iter_chunks` regrouped so that a block never ends inside a file's hunks: each ends
+    before a line starting "@", "d" (`diff --git`) or the commit record, or at the end. A file's
+    hunks longer than a read are carried, in pieces, to the next one (linear, however long)."""
+    pending: list[bytes] = []
+    for chunk in _iter_chunks(stream, max_line_chars, chunk_size):
+        # the last hunk header is usually near the end; the other marks are searched only without one
+        cut = (chunk.rfind(b"\n@") + 1 or chunk.rfind(b"\nd") + 1 or chunk.rfind(b"\n" + _REC.encode()) + 1)
+        if cut <= 0:
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(chunk[:cut])
+            yield b"".join(pending)
+            pending = []
+        else:
+            yield chunk[:cut]
+        if cut < len(chunk):
+            pending.append(chunk[cut:])
+    if pending:
+        yield b"".join(pending)
+
+
+def _may_hold_long_line(data: bytes, max_line_chars: int) -> bool:
+    """False when no line of `data` is longer than `max_line_chars`: every window of half that
+    length holds a newline (a longer line would cover one such window whole). A few `find`s per
+    megabyte instead of a regex pass over every byte."""
+    half = max(1, max_line_chars // 2)
+    find = data.find
+    return any(find(b"\n", w, w + half) < 0 for w in range(0, len(data) - half + 1, half))
+
+
+@functools.lru_cache(maxsize=8)
+def _long_lines(max_line_chars: int) -> re.Pattern[bytes]:
+    """A line of more than `max_line_chars` bytes: group 1 its head of that many bytes."""
+    return re.compile(rb"(?m)^([^\n]{%d})[^\n]+" % max_line_chars)   # ^: one try per line
