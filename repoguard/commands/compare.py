@@ -44,6 +44,9 @@ def register(parser) -> None:
         # Read as text and checked by `synth_arm.synth_settings`: a one-line error naming the flag.
         parser.add_argument(flag, dest=f"synth_{name}", default=None, metavar=meta,
                             help=f"synth arm: SecPE {what} (default {SYNTH_ARM[name]}; a positive integer)")
+    parser.add_argument("--synth-prompt", default=None, metavar="TEXT",
+                        help="synth arm: public text every generated sample starts from (e.g. $'```python\\n' "
+                             "for an instruction-tuned base such as smollm2-135m; see `repoguard synth --prompt`)")
     parser.add_argument("--fresh", action="store_true", help="retrain arms whose saved result matches")
     parser.add_argument("--no-risk", action="store_true",
                         help="skip the at-risk ranking of the hush and no-dp arms (audit risk on both)")
@@ -78,7 +81,8 @@ def run(args) -> int:
         raise InputError(f"--phase1-steps: must be ≥ 1, got {args.phase1_steps}")
     from repoguard.evaluation.synth_arm import synth_settings
 
-    synth = synth_settings({k: getattr(args, f"synth_{k}", None) for k in ("n", "rounds", "variations", "clusters")})
+    synth = synth_settings({k: getattr(args, f"synth_{k}", None)
+                            for k in ("n", "rounds", "variations", "clusters", "prompt")})
     floor = resolve(config, args.undetected)
     floors = parse_floors(args.floors, floor.p) if args.floors is not None else None
     doc = run_compare(root=repo.root, out=out, cfg=config.training, arms=arms, steps=args.steps,

@@ -28,6 +28,10 @@ def register(parser) -> None:
     a("--max-length", type=int, default=256, metavar="N", help="tokens embedded per text")
     a("--max-new-tokens", type=int, default=96, metavar="N", help="tokens generated per sample or variation")
     a("--temperature", type=float, default=1.0)
+    a("--prompt", metavar="TEXT", default="",
+      help="public text every local sample and variation starts from, not kept in the output (e.g. "
+           "$'```python\\n' for an instruction-tuned base such as smollm2-135m, which otherwise writes prose); "
+           "never build it from private text")
     a("--seed", type=int, default=None, help="seed of K-means and the generator (public); default [training] seed")
     a("--undetected", default=None, metavar="off|k=1,p=…,r=…",
       help="the undetected-secret floor (default: [defaults] undetected). On: anchors from the generator's own "
@@ -52,7 +56,7 @@ def run(args) -> int:
                         c=args.c if args.c is not None else 0.0, model=args.model or config.training.model,
                         generator_url=args.generator_url, generator_model=args.generator_model,
                         embedder=args.embedder, max_length=args.max_length, max_new_tokens=args.max_new_tokens,
-                        temperature=args.temperature,
+                        temperature=args.temperature, prompt=args.prompt,
                         seed=args.seed if args.seed is not None else config.training.seed,
                         insecure_reproducible=args.insecure_reproducible, undetected=args.undetected,
                         show_progress=not (args.quiet or args.json))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
+import weakref
 from pathlib import Path
 
 SYNTH_ARM = {"n": 32, "rounds": 3, "variations": 2, "clusters": 16}   # the synth arm's default SecPE settings
@@ -14,15 +15,23 @@ SYNTH_FLAGS = {"n": "--synth-n", "rounds": "--synth-rounds", "variations": "--sy
 
 def synth_settings(values: dict | None = None) -> dict:
     """The synth arm's SecPE settings: `SYNTH_ARM` with `values` ({"n", "rounds", "variations",
-    "clusters"} → int, or a string as typed on the command line; None entries keep the default).
+    "clusters"} → int, or a string as typed on the command line; None entries keep the default),
+    plus "prompt" (`--synth-prompt`: the generator's public start text, `generators.LocalLM`)
+    when one is given (absent when empty, so a run without one keys as before).
     Raises InputError, one line naming the `compare` flag, for an unknown setting or a value that
     is not a positive integer (strings like "1.5", "x", "0", "-2"; floats; booleans)."""
     from repoguard.core.errors import InputError
 
     out = dict(SYNTH_ARM)
     for name, value in (values or {}).items():
+        if name == "prompt":
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"--synth-prompt: must be text, not {value!r}")
+            if value:
+                out["prompt"] = value
+            continue
         if name not in SYNTH_ARM:
-            raise InputError(f"synth arm: unknown setting {name!r} (known: {', '.join(SYNTH_ARM)})")
+            raise InputError(f"synth arm: unknown setting {name!r} (known: {', '.join(SYNTH_ARM)}, prompt)")
         if value is None:
             continue
         flag = SYNTH_FLAGS[name]
@@ -37,6 +46,21 @@ def synth_settings(values: dict | None = None) -> dict:
             raise InputError(f"{flag}: must be a positive integer (≥ 1), not {value}")
         out[name] = int(value)
     return out
+
+
+# One memoised embedder per base model, so `compare --repeats` embeds the counted examples once
+# (they and the base are the same every repeat; only the release's randomness changes).
+_EMBEDDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _embedder(base, tok, max_length: int):
+    """The memoised mean-pooled embedder of `base` at `max_length` tokens (`embedding.Memoised`)."""
+    from repoguard.synthesis.embedding import MeanPooled, Memoised
+
+    per = _EMBEDDERS.setdefault(base, {})
+    if max_length not in per:
+        per[max_length] = Memoised(MeanPooled(base, tok, max_length=max_length))
+    return per[max_length]
 
 
 def synth_label(settings: dict) -> str:
@@ -61,7 +85,6 @@ def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
     from repoguard.evaluation.metrics import Evaluator
     from repoguard.evaluation.periodic import PeriodicEval
     from repoguard.planning.plan import Plan
-    from repoguard.synthesis.embedding import MeanPooled
     from repoguard.synthesis.generators import LocalLM
     from repoguard.synthesis.rounds import run_rounds
     from repoguard.synthesis.synthesize import SynthOptions, release_for
@@ -75,8 +98,8 @@ def run_synth_arm(ctx, und, *, arm_dir: Path, t0: float) -> dict:
     synth = synth_settings(getattr(ctx, "synth", None))
     opts = SynthOptions(**synth, max_length=cfg.max_length, max_new_tokens=min(96, cfg.max_length),
                         seed=seed, insecure_reproducible=ctx.seed is not None, show_progress=False)
-    gen = LocalLM(ctx.base, ctx.tok, max_new_tokens=opts.max_new_tokens)
-    emb = MeanPooled(ctx.base, ctx.tok, max_length=cfg.max_length)
+    gen = LocalLM(ctx.base, ctx.tok, max_new_tokens=opts.max_new_tokens, prompt=opts.prompt)
+    emb = _embedder(ctx.base, ctx.tok, cfg.max_length)
     rel = release_for(ctx.incidence, bp.test_mask, ctx.corpus, ctx.redactor, opts=opts, accountant=bp.accountant,
                       adjacency=bp.adjacency, c=0.0, spent=ctx.snap.as_spent(legacy=und.enabled),
                       generator=gen, embedder=emb, floor=und)

@@ -4,8 +4,9 @@ that never sees private text (it sees only prompts built from earlier *synthetic
 Two backends behind one interface (`Generator`):
 
 * `LocalLM` — a local causal LM (the embedded base or any `--model` directory), sampled with
-  `transformers`' `generate`: random samples from BOS, variations by continue-from-prefix (keep the
-  first `prefix_fraction` of a candidate's tokens, sample the rest);
+  `transformers`' `generate`: random samples from BOS (then `prompt`, a public text such as
+  "```python", when given), variations by continue-from-prefix (keep the first
+  `prefix_fraction` of a candidate's tokens, sample the rest);
 * `HTTPGenerator` — an OpenAI-compatible server (`--generator-url`): POST `/v1/completions` with
   {"model", "prompt", "max_tokens", "temperature", "n", "seed"}; random samples from `prompt`
   (default: empty), variations from a candidate's character prefix.
@@ -42,20 +43,30 @@ class Generator(Protocol):
 
 class LocalLM:
     """A local causal LM (`model`, `tokenizer`) sampled at `temperature` with top-k `top_k`,
-    `max_new_tokens` new tokens per call, `batch` prompts per forward pass."""
+    `max_new_tokens` new tokens per call, `batch` prompts per forward pass. Every sample and
+    variation starts from BOS and then `prompt` (public text, default none); the prompt is not
+    part of the returned texts.
+
+    Why a prompt: an instruction-tuned base such as SmolLM2-135M-Instruct has BOS
+    `<|im_start|>` (a chat turn), and from BOS alone it writes chat prose, not code (measured on
+    scrapy, issue 44); a public "```python" start makes it write Python. The prompt is a
+    setting chosen by the operator, like the model: it must not be built from private text."""
 
     def __init__(self, model, tokenizer, *, max_new_tokens: int = 96, temperature: float = 1.0, top_k: int = 50,
-                 prefix_fraction: float = 0.5, batch: int = 16, name: str = "local") -> None:
+                 prefix_fraction: float = 0.5, batch: int = 16, name: str = "local", prompt: str = "") -> None:
         if not 0 < prefix_fraction < 1:
             raise InputError(f"prefix fraction must be in (0, 1), not {prefix_fraction}")
         self.model, self.tok = model.eval(), tokenizer
         self.max_new_tokens, self.temperature, self.top_k = int(max_new_tokens), float(temperature), int(top_k)
         self.prefix_fraction, self.batch, self.name = float(prefix_fraction), int(batch), name
+        self.prompt = prompt
+        self._head = [self._start()] + (tokenizer(prompt, add_special_tokens=False)["input_ids"] if prompt else [])
 
     def describe(self) -> dict:
-        """{"backend": "local", model name, max_new_tokens, temperature, top_k, prefix_fraction}."""
+        """{"backend": "local", model name, max_new_tokens, temperature, top_k, prefix_fraction, prompt}."""
         return {"backend": "local", "model": self.name, "max_new_tokens": self.max_new_tokens,
-                "temperature": self.temperature, "top_k": self.top_k, "prefix_fraction": self.prefix_fraction}
+                "temperature": self.temperature, "top_k": self.top_k, "prefix_fraction": self.prefix_fraction,
+                "prompt": self.prompt}
 
     def _start(self) -> int:
         t = self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
@@ -64,14 +75,17 @@ class LocalLM:
         return int(t)
 
     def _generate(self, prompts: list[list[int]], *, seed: int) -> list[str]:
+        """Continue each of `prompts` (token ids after `self._head`, which every prompt gets in
+        front); returns each prompt's tokens and its continuation, decoded, without the head."""
         import torch
 
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        head = self._head
         out: list[str] = []
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(int(seed) & 0x7FFF_FFFF_FFFF_FFFF)
             for lo in range(0, len(prompts), self.batch):
-                chunk = prompts[lo:lo + self.batch]
+                chunk = [head + p for p in prompts[lo:lo + self.batch]]
                 width = max(len(p) for p in chunk)
                 ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk])   # left padding
                 mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk])
@@ -80,14 +94,13 @@ class LocalLM:
                                           temperature=self.temperature, top_k=self.top_k,
                                           max_new_tokens=self.max_new_tokens, pad_token_id=pad)
                 for row, p in zip(gen.tolist(), chunk):
-                    body = [t for t in p if t != self._start()] + row[width:]
-                    out.append(self.tok.decode(body, skip_special_tokens=True))
+                    out.append(self.tok.decode(p[len(head):] + row[width:], skip_special_tokens=True))
         return out
 
     def sample(self, n: int, *, seed: int) -> list[str]:
-        """`n` texts sampled from the BOS (else EOS) token, torch's generator seeded with `seed`
-        inside a fork (the caller's random state is left as it was)."""
-        return self._generate([[self._start()]] * int(n), seed=seed)
+        """`n` texts sampled from the BOS (else EOS) token and the public `prompt` (not returned),
+        torch's generator seeded with `seed` inside a fork (the caller's random state is left as it was)."""
+        return self._generate([[]] * int(n), seed=seed)
 
     def vary(self, texts: Sequence[str], per_text: int, *, seed: int) -> list[list[str]]:
         """`per_text` continuations of each text's first `prefix_fraction` of tokens (at least one),
@@ -96,7 +109,7 @@ class LocalLM:
         for t in texts:
             ids = self.tok(t, add_special_tokens=False)["input_ids"]
             keep = max(1, int(len(ids) * self.prefix_fraction)) if ids else 0
-            prompts.extend([[self._start()] + ids[:keep]] * int(per_text))
+            prompts.extend([ids[:keep]] * int(per_text))
         flat = self._generate(prompts, seed=seed) if prompts else []
         return [flat[i * per_text:(i + 1) * per_text] for i in range(len(texts))]
 

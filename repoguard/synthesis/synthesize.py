@@ -47,8 +47,9 @@ class SynthOptions:
     """`n` N_syn, `rounds` T, `variations` L, `clusters` K; `c` the LP scale (0 = sweep);
     `model` a local checkpoint (empty: the embedded base); `generator_url` an OpenAI-compatible
     server (then `model` only embeds); `embedder` a local embedding checkpoint (empty: `model`'s
-    mean-pooled hidden states); `seed` seeds the public randomness (K-means, generator) and, only
-    with `insecure_reproducible`, the private inclusions and noise too."""
+    mean-pooled hidden states); `prompt` public text every local sample starts from (after BOS;
+    e.g. "```python" for an instruction-tuned base, `generators.LocalLM`); `seed` seeds the
+    public randomness (K-means, generator) and, only with `insecure_reproducible`, the private inclusions and noise too."""
 
     n: int = 32
     rounds: int = 3
@@ -62,6 +63,7 @@ class SynthOptions:
     max_length: int = 256
     max_new_tokens: int = 96
     temperature: float = 1.0
+    prompt: str = ""
     seed: int = 0
     insecure_reproducible: bool = False
     show_progress: bool = True
@@ -84,21 +86,26 @@ def backends(opts: SynthOptions):
     from repoguard.synthesis.embedding import MeanPooled, load_embedder
     from repoguard.synthesis.generators import HTTPGenerator, LocalLM
     from repoguard.training.base_model import embedded_base
-    from repoguard.training.model import load_model
+    from repoguard.training.model import limit_cpu_threads, load_model
 
     import torch
 
+    cpu = torch.device("cpu")
+    # One intra-op thread, as train and compare use: on 2 shared cores SmolLM2-135M's sampling
+    # took 17× the CPU with torch's default two threads (8 samples × 32 tokens: 60.7 s against
+    # 3.5 s at load ~14; issue 44).
+    limit_cpu_threads(cpu)
     if opts.model:
-        model, tok = load_model(opts.model, device=torch.device("cpu"), bf16=False)
+        model, tok = load_model(opts.model, device=cpu, bf16=False)
     else:
-        model, tok = embedded_base(max_length=opts.max_length + opts.max_new_tokens,
+        model, tok = embedded_base(max_length=opts.max_length + opts.max_new_tokens, device=cpu,
                                    show_progress=opts.show_progress)
     if opts.generator_url:
         gen = HTTPGenerator(opts.generator_url, model=opts.generator_model, max_tokens=opts.max_new_tokens,
-                            temperature=opts.temperature)
+                            temperature=opts.temperature, prompt=opts.prompt)
     else:
         gen = LocalLM(model, tok, max_new_tokens=opts.max_new_tokens, temperature=opts.temperature,
-                      name=opts.model or "embedded-base")
+                      name=opts.model or "embedded-base", prompt=opts.prompt)
     emb = load_embedder(opts.embedder, max_length=opts.max_length) if opts.embedder else \
         MeanPooled(model, tok, max_length=opts.max_length)
     return gen, emb
