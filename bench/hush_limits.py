@@ -68,11 +68,15 @@ def module_secrets(repo: Path, package: str, granularity: str) -> list[dict]:
     return out
 
 
-def write_config(out: Path, secrets: list[dict], holdout: float) -> Path:
+def write_config(out: Path, secrets: list[dict], holdout: float, r: float | None = None) -> Path:
+    """The secrets as `[[secret]]` tables (imports depth 1; the default targets, or p 1e-10 and
+    bound `r` when given) with `[plan] holdout_fraction`, written into OUT."""
     import tomli_w
 
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"secret": [{**s, "propagate": {"imports": 1}} for s in secrets], "plan": {"holdout_fraction": holdout}}
+    targets = {} if r is None else {"p": 1e-10, "r": r}
+    doc = {"secret": [{**s, **targets, "propagate": {"imports": 1}} for s in secrets],
+           "plan": {"holdout_fraction": holdout}}
     dest = out / "limits-repoguard.toml"
     dest.write_text(tomli_w.dumps(doc), encoding="utf-8")
     return dest
@@ -152,6 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--holdout", type=float, default=0.25)
     ap.add_argument("--c-mult", default="", help="also train hush at these multiples of the rule's c")
     ap.add_argument("--init-seed", type=int, default=1)
+    ap.add_argument("--r", type=float, default=None, help="every declared secret's bound r (p 1e-10; "
+                    "default: the default targets); the floor is unchanged")
+    ap.add_argument("--arms", default="hush,drop-dp,drop,no-dp", help="arms at the rule's c")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
@@ -170,7 +177,7 @@ def main(argv=None) -> int:
         repo = args.repo.resolve()
         out = Path(tmp) / "out"
         secrets = module_secrets(repo, args.package, args.granularity)
-        conf = write_config(out, secrets, args.holdout)
+        conf = write_config(out, secrets, args.holdout, args.r)
         common = ["-q", "--out", str(out), "--config", str(conf)]
         bt = ["--batch-size", f"{args.batch_size:g}", "--steps", str(args.steps)]
         if cli(["analyze", *common, str(repo)]) != 0 or cli(["plan", *common, *bt, str(repo)]) != 0:
@@ -188,7 +195,7 @@ def main(argv=None) -> int:
             if cli(["plan", *common, *bt, "--c", repr(rule["c"] * m), str(repo)]) != 0:
                 return 1
             kept = retention(out)
-            arms = ("hush", "drop-dp", "drop", "no-dp") if m == 1.0 else ("hush",)
+            arms = tuple(a for a in args.arms.split(",") if a) if m == 1.0 else ("hush",)
             doc = run_compare(root=repo, out=out, cfg=cfg, arms=arms, show_progress=False, floor=floor,
                               risk=False, repeats=args.repeats, resume=False)
             runs = {}
@@ -213,7 +220,7 @@ def main(argv=None) -> int:
                                        "hush": {s: losses(runs["hush"], s) for s in SLICES}})
             if args.json:       # after each c: an interrupted run keeps what it measured
                 args.json.write_text(json.dumps(res, indent=2), encoding="utf-8")
-    res["meta"] = {"repo": str(args.repo), "package": args.package, "B": args.batch_size, "T": args.steps,
+    res["meta"] = {"repo": str(args.repo), "package": args.package, "r": args.r, "B": args.batch_size, "T": args.steps,
                    "L": args.max_length, "lr": args.lr, "repeats": args.repeats,
                    "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                    "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -230,6 +237,10 @@ def fmt(m: float, se: float | None) -> str:
 
 def report(res: dict) -> None:
     p, meta, arms = res["plan"], res["meta"], res["arms"]
+    if not all(a in arms for a in ("hush", "drop-dp", "drop", "no-dp")):
+        print(json.dumps({"plan": p, "sigma": res["sigma"],
+                          "slices": {a: {s: mean_se(v) for s, v in per.items() if v} for a, per in arms.items()}}))
+        return
     print(f"{res['granularity']}: {p['secrets']} secrets, tied share {p['tied_share']:.3f}; rule c {p['c']:.4g}, "
           f"σ {p['sigma']:.4f}; hush keeps Σw {p['tied_sum_w']:.2f} of {p['tied_examples']} tied training "
           f"examples (retained {p['retained']:.4f})")
