@@ -8,7 +8,7 @@
 
 Builds the fixture (fixtures/build_monorepo.py) in a temporary directory unless --repo is given
 (never written to: every artefact goes to a temporary OUT), runs `analyze` and `plan` (B, T,
-c = 1, the held-out share `--holdout` of the files, the repository's own secrets and undetected
+c by the plan's rule (or `--c`), the held-out share `--holdout` of the files, the repository's own secrets and undetected
 floor) and `repoguard compare` with arms hush, drop-dp, uniform (protected: the same declared
 targets and floor) and drop, no-dp (references, no floor), each trained `--repeats` times with
 fresh sampler and noise randomness. Prints per arm and slice the held-out loss, mean ± standard
@@ -90,6 +90,31 @@ def runs_of(doc: dict) -> dict[str, list[dict]]:
     return out
 
 
+def plan_flags(s: dict, c: float | None) -> list[str]:
+    """`repoguard plan` flags of setting `s`: B and T, and `--c` only when given — by default the
+    plan's own rule picks c (swept, then raised while σ stays within the floor's), as a user's
+    `plan` does; a fixed c = 1 kept ≈ 0.2 % of scrapy's tied weight where the rule keeps ≈ 11 %."""
+    return ["--batch-size", f"{s['batch_size']:g}", "--steps", str(s["steps"]),
+            *([] if c is None else ["--c", f"{c:g}"])]
+
+
+def tied_retention(out: Path) -> dict:
+    """What the plan in OUT keeps of the tied training examples: {"c", "sigma", "tied_examples"
+    (training examples tied to some secret), "tied_sum_w" (their Σw), "retained" (Σw / n, the share
+    of tied weight hush trains on; `planning.retention`'s definition), "examples"}."""
+    import numpy as np
+
+    from repoguard.analyzers.incidence import load_incidence
+    from repoguard.planning.plan import load_plan
+
+    plan, inc = load_plan(out), load_incidence(out)
+    tied = np.asarray(inc.matrix.getnnz(axis=1) > 0) & ~plan.test_mask
+    n = int(tied.sum())
+    sw = float(plan.w[tied].sum())
+    return {"c": float(plan.c), "sigma": float(plan.sigma), "tied_examples": n, "tied_sum_w": sw,
+            "retained": sw / n if n else None, "examples": int(plan.w.size)}
+
+
 def merge(paths: list[Path]) -> int:
     """Pool the repeats of several `--json` outputs of the same setting (distinct `--init-seed`s)
     and print the summary over all of them."""
@@ -154,6 +179,10 @@ def print_summary(s: dict, doc: dict, meta: dict) -> None:
     print(f"{meta['setting']}: base {meta['model']}, B {meta['batch_size']:g}, T {meta['steps']}, "
           f"L {meta['max_length']}, lr {meta['lr']:g}; wall {meta['wall_s']:.0f} s, CPU {meta['cpu_s']:.0f} s "
           f"(this process), load {meta['load_before']} → {meta['load_after']}, {os.cpu_count()} cores")
+    k = meta.get("plan")
+    if k:
+        print(f"plan: c {k['c']:.4g}, σ {k['sigma']:.4f}; hush keeps Σw {k['tied_sum_w']:.2f} of "
+              f"{k['tied_examples']} tied training examples (retained {k['retained']:.3f})")
 
 
 def main(argv=None) -> int:
@@ -170,6 +199,8 @@ def main(argv=None) -> int:
     ap.add_argument("--eval-examples", type=int, default=None, help="examples per slice")
     ap.add_argument("--eval-lines", type=int, default=None, help="completed lines per slice")
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--c", type=float, default=None, help="the LP scale c (default: the plan's rule, c swept "
+                    "and raised while σ stays within the floor's; a given c is kept by the hush arm)")
     ap.add_argument("--holdout", type=float, default=0.25, help="share of files held out (default 0.25: "
                     "a small repository's 5 %% is a handful of files)")
     ap.add_argument("--device", default=None, help="cpu (default) or auto/cuda (default with --full)")
@@ -199,9 +230,9 @@ def main(argv=None) -> int:
         common = ["-q", "--out", str(out), "--config", str(conf)]
         if cli(["analyze", *common, str(repo)]) != 0:
             return 1
-        if cli(["plan", *common, "--batch-size", f"{s['batch_size']:g}", "--steps", str(s["steps"]), "--c", "1",
-                str(repo)]) != 0:
+        if cli(["plan", *common, *plan_flags(s, args.c), str(repo)]) != 0:
             return 1
+        kept = tied_retention(out)
         config = load_config(conf, required=True)
         cfg = dataclasses.replace(config.training, learning_rate=s["lr"], max_length=s["max_length"],
                                   eval_max_examples=s["eval_examples"], eval_max_lines=s["eval_lines"],
@@ -212,7 +243,7 @@ def main(argv=None) -> int:
         doc = run_compare(root=repo, out=out, cfg=cfg, arms=arms, show_progress=False, floor=resolve(config, None),
                           risk=False, repeats=args.repeats, device=device)
     meta = {**s, "model": args.model or "embedded tiny", "repeats": args.repeats, "device": device,
-            "init_seed": cfg.seed,
+            "init_seed": cfg.seed, "c": args.c, "plan": kept,
             "repo": str(args.repo or "fixture"), "holdout": args.holdout,
             "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
             "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],

@@ -309,3 +309,34 @@ def test_credentials_are_listed_not_declared_as_paths(make_repo):
     for c in creds:
         assert got["toml"].count(c["id"]) == 1
     assert k1 not in got["toml"] and k2 not in got["toml"]
+
+
+@pytest.mark.slow
+def test_per_module_splits_a_large_silo_into_module_secrets(make_repo):
+    """`--per-module N` (issue 44 item 3): Alice's silo pay/ holds 3 modules and a notes file; with
+    N = 2 it is proposed as one secret per module plus one for its other files, each a valid
+    [[secret]] covering exactly its files; with N = 3 (not more than N modules) it stays pay/**.
+    The CLI refuses N < 1 in one line."""
+    files = {f"web/v{i}.py": "X = 1\n" for i in range(3)} | {f"pay/p{i}.py": "X = 1\n" for i in range(3)}
+    repo = make_repo({**files, "pay/notes.md": "# Pay\n"}, message="init")
+    web = [(f"Dev{k} Web", f"dev{k}@example.com") for k in range(5)]
+    for n in range(20):
+        _commit_as(repo, "Alice Arden", "alice@example.com", {f"pay/p{n % 3}.py": f"X = {n + 10}\n"}, f"pay {n}")
+        for k in range(4):
+            _commit_as(repo, *web[(n + k) % 5], {f"web/v{i}.py": f"X = {n}, {k}, {i}\n" for i in range(3)},
+                       f"web {n} {k}")
+    whole = suggest(GitRepo(repo), Config(path=None), kinds=("silo",), split_above=3)["candidates"]
+    assert [c["paths"] for c in whole] == [["pay/**"]]
+    res = suggest(GitRepo(repo), Config(path=None), kinds=("silo",), split_above=2)
+    got = {c["id"]: c for c in res["candidates"]}
+    assert {i: c["paths"] for i, c in got.items()} == {
+        "pay-authors-p0": ["pay/p0.py"], "pay-authors-p1": ["pay/p1.py"], "pay-authors-p2": ["pay/p2.py"],
+        "pay-authors-other": ["pay/notes.md"]}
+    assert all(c["metrics"]["split_from"] == "pay-authors" for c in got.values())
+    assert "protected on its own" in got["pay-authors-p0"]["evidence"][0]
+    cfg = parse_config(res["toml"])
+    assert sorted(s.id for s in cfg.secrets) == sorted(got)
+    assert {s.id: s.paths for s in cfg.secrets}["pay-authors-p1"] == ("pay/p1.py",)
+    bad = subprocess.run([sys.executable, "-m", "repoguard.cli", "suggest", str(repo), "--per-module", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--per-module: must be ≥ 1" in bad.stderr and "Traceback" not in bad.stderr

@@ -17,6 +17,9 @@ def register(parser) -> None:
     parser.add_argument("--all", action="store_true",
                         help="show every candidate with all its evidence (default: a screenful, the "
                              "3 best silos, 5 codenames and 2 credentials)")
+    parser.add_argument("--per-module", type=int, default=None, metavar="N",
+                        help="propose a silo with more than N modules as one secret per module (more of "
+                             "its examples' weight kept at the same targets; each module protected on its own)")
 
 
 def run(args) -> int:
@@ -32,7 +35,10 @@ def run(args) -> int:
     bad = [k for k in kinds if k not in ("silo", "codename", "credential")]
     if bad:
         raise InputError(f"--kinds: unknown kind {bad[0]!r} (known: silo, codename, credential)")
-    result = suggest(repo, config, kinds=kinds, limits=None if args.all else DEFAULT_LIMITS)
+    if args.per_module is not None and args.per_module < 1:
+        raise InputError(f"--per-module: must be ≥ 1 (modules a silo may hold before it is split), not {args.per_module}")
+    result = suggest(repo, config, kinds=kinds, limits=None if args.all else DEFAULT_LIMITS,
+                     split_above=args.per_module)
     if args.json:
         print_json(result)
     else:
