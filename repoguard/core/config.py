@@ -138,6 +138,7 @@ class SecretConfig:
 
     @property
     def protection(self) -> Protection:
+        """This secret's resolved (p, r) as a `Protection`."""
         return Protection(self.p, self.r)
 
 
@@ -267,6 +268,7 @@ class Config:
         return key in self.file_keys
 
     def secret(self, secret_id: str) -> SecretConfig:
+        """The declared secret with id `secret_id`. Raises KeyError when none has it."""
         for s in self.secrets:
             if s.id == secret_id:
                 return s
@@ -301,6 +303,7 @@ _ACK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*(@[A-Za-z0-9][A-Za-z0-9._:-]*)?$
 
 # -- loading --------------------------------------------------------------------------------------
 def default_config_path(repo_root: str | Path) -> Path:
+    """Where a repository's config lives when `--config` is not given: `repoguard.toml` at its root."""
     return Path(repo_root) / CONFIG_FILENAME
 
 

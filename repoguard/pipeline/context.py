@@ -116,9 +116,11 @@ class Context:
 
     @property
     def ledger(self) -> Path:
+        """The ledger this run reads and appends to: `--ledger`, else OUT/ledger.jsonl."""
         return Path(self.settings.ledger_path) if self.settings.ledger_path else self.out / "ledger.jsonl"
 
     def recorded(self, stage: str) -> dict:
+        """What run_state.json recorded for `stage` in an earlier run ({} when nothing)."""
         return self.state.get("stages", {}).get(stage, {})
 
 

@@ -33,10 +33,19 @@ class Stage(Protocol):
 
     name: str
 
-    def inputs(self, ctx) -> dict: ...
-    def execute(self, ctx) -> dict: ...
-    def outputs(self, ctx) -> str: ...
-    def describe(self, info: dict) -> str: ...
+    def inputs(self, ctx) -> dict:
+        """What the stage's result depends on, JSON-able (the runner hashes it to skip a stage
+        whose inputs did not change)."""
+
+    def execute(self, ctx) -> dict:
+        """Run the stage and write its artefacts under ctx.out; returns its info dict (the run
+        summary and run_state.json hold it)."""
+
+    def outputs(self, ctx) -> str:
+        """SHA-256 (hex) of the artefacts the stage wrote: what downstream stages read."""
+
+    def describe(self, info: dict) -> str:
+        """The tail of the stage's "done" line, from its info dict."""
 
 
 _REGISTRY: dict[str, Any] = {}

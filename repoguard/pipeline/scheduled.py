@@ -78,6 +78,8 @@ def run_lock(out: Path) -> Iterator[Path]:
 
 
 def new_run_id(now: datetime | None = None) -> str:
+    """A scheduled run's id: its UTC start time `YYYYMMDDTHHMMSSZ` (`now`, default the clock) and
+    6 random hex digits, so two runs started in the same second get distinct directories."""
     now = now or datetime.now(timezone.utc)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 

@@ -71,11 +71,17 @@ class scan:
 
     @staticmethod
     def inputs(ctx):
+        """What the scan's result depends on: the working tree's digest, the config's bytes, the
+        rule files and the code version."""
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
                 "version": _code()}
 
     @staticmethod
     def execute(ctx):
+        """Scan the working tree (`credentials.job.run_scan`) into OUT/scan/; returns {findings:
+        count, rules: rule ids found, files: files read, report: report.json path}. Findings are
+        expected here (exit 1 of `scan` is not an error): they are redacted from training and
+        become secrets."""
         from repoguard.credentials.job import run_scan
 
         report = ctx.out / "scan" / "report.json"
@@ -104,10 +110,12 @@ class scan:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/scan/findings.json, what analyze reads."""
         return tree_digest(ctx.out / "scan" / "findings.json")
 
     @staticmethod
     def describe(info):
+        """The tail of the scan's done line: findings (redacted) and files read."""
         return f": {info.get('findings', 0)} credential finding(s) in {info.get('files')} files (redacted)"
 
 
@@ -119,11 +127,17 @@ class analyze:
 
     @staticmethod
     def inputs(ctx):
+        """What the analysis depends on: the working tree's digest, the config's bytes, the rule
+        files and the code version."""
         return {"source": source_digest(ctx.repo), "config": _config_digest(ctx), "rules": _rules(ctx),
                 "version": _code()}
 
     @staticmethod
     def execute(ctx):
+        """Build the corpus and the incidence (`analyzers.analyze.run_analyze`) into OUT/corpus/ and
+        OUT/incidence/; returns the counts {files, examples, secrets, incidences}, the batch
+        rule's n (`public_examples`: training examples tied to no secret), per-secret counts and
+        the seconds taken."""
         from repoguard.analyzers.analyze import run_analyze
 
         s = run_analyze(ctx.repo, ctx.config, ctx.out).summary
@@ -137,10 +151,12 @@ class analyze:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/corpus/ and OUT/incidence/, what plan reads."""
         return tree_digest(ctx.out / "corpus", ctx.out / "incidence")
 
     @staticmethod
     def describe(info):
+        """The tail of analyze's done line: files, examples, secrets and incidences."""
         return (f": {info['files']} files, {info['examples']} examples, {info['secrets']} secrets, "
                 f"{info['incidences']} incidences")
 
@@ -207,6 +223,9 @@ class plan:
 
     @staticmethod
     def inputs(ctx):
+        """What the plan depends on: the incidence's digest, the plan settings, the ledger head of
+        other runs, the undetected floor (flag and config), the phase-1 settings, the budget
+        fraction and the acknowledged exposures."""
         _, foreign = ledger_heads(ctx.ledger, _own_runs(ctx))
         return {"incidence": _out(ctx, "analyze"), "params": _plan_params(ctx), "ledger": foreign,
                 "undetected": ctx.settings.undetected, "defaults_undetected": ctx.config.undetected.record(),
@@ -216,6 +235,12 @@ class plan:
 
     @staticmethod
     def execute(ctx):
+        """Build, certify and write OUT/plan/ through `planning.make.make_plan` (the one plan path
+        `repoguard plan` uses too); returns the run summary's plan figures: σ, B, T, c, Σw,
+        retained share, least-retained secrets, the worst and best achieved/target bound ratios
+        (against the configured r, before any budget fraction), the binding secret, the ledger
+        head, the floor and the batch rule's choice. Raises InputError / PolicyError as
+        `make_plan` does."""
         from repoguard.planning.make import make_plan
 
         # analyze warned about unmatched paths already when it ran in this run
@@ -238,10 +263,13 @@ class plan:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/plan/, what train reads."""
         return tree_digest(ctx.out / "plan")
 
     @staticmethod
     def describe(info):
+        """The tail of the plan's done line: σ, B, T, retained Σw/n, the worst secret's
+        achieved/target bound, the floor and any acknowledged exposures."""
         bounds = (f"achieved/target bound of the worst secret {info['bound_ratio_max']:.3g}"
                   if info.get("bound_ratio_max") is not None else NO_SECRETS)
         return (f": σ = {info['sigma']:.4g}, B = {info['batch_size']:g}, T = {info['steps']}, "
@@ -276,6 +304,8 @@ class train:
 
     @staticmethod
     def inputs(ctx):
+        """What training depends on: the plan's and corpus's digests, the training config, DP
+        on/off, --insecure-reproducible and the device."""
         s = ctx.settings
         return {"plan": _out(ctx, "plan"), "corpus": _out(ctx, "analyze"),
                 "training": dataclasses.asdict(_train_cfg(ctx)), "private": not s.no_dp,
@@ -283,6 +313,9 @@ class train:
 
     @staticmethod
     def execute(ctx):
+        """Train the LoRA adapter by weighted-Poisson DP-SGD on the plan
+        (`train_stage.run_training`), append the run to the ledger before publishing the adapter;
+        returns {run_id, adapter path, base_model, steps_completed, private, sigma, final_loss}."""
         from repoguard.pipeline.train_stage import RunOptions, run_training
 
         s = ctx.settings
@@ -321,10 +354,13 @@ class train:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/train/adapter/ and OUT/train/privacy_report.json."""
         return tree_digest(ctx.out / "train" / "adapter", ctx.out / "train" / "privacy_report.json")
 
     @staticmethod
     def describe(info):
+        """The tail of train's done line: steps completed (NO DP when off), the last loss and the
+        adapter's path."""
         loss = info.get("final_loss")
         return (f": {info['steps_completed']} steps{'' if info['private'] else ' (NO DP)'}"
                 f"{f', last loss {loss:.3f}' if loss is not None else ''} → {info['adapter']}")
@@ -351,11 +387,16 @@ class audit:
 
     @staticmethod
     def inputs(ctx):
+        """What the audit depends on: the plan's digest, the training config, its step count and its
+        seed."""
         return {"plan": _out(ctx, "plan"), "train": train.inputs(ctx)["training"],
                 "steps": _audit_steps(ctx), "seed": ctx.settings.seed or 0, "version": __version__}
 
     @staticmethod
     def execute(ctx):
+        """Run the extraction audit (`audit.extraction.run_extract_audit`: a DP and a no-DP model
+        trained for the audit's steps, prompted with k tokens of secret-tied examples); returns
+        {extraction: path, k, groups: per group the DP and no-DP extraction rates}."""
         from repoguard.audit.extraction import run_extract_audit
 
         seed = ctx.settings.seed or 0
@@ -369,10 +410,12 @@ class audit:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/audit/extraction.json."""
         return tree_digest(ctx.out / "audit" / "extraction.json")
 
     @staticmethod
     def describe(info):
+        """The tail of the audit's done line: k = m and the extraction report's path."""
         return f": extraction (k = m = {info['k']}) → {info['extraction']}"
 
 
@@ -389,12 +432,16 @@ class report:
 
     @staticmethod
     def inputs(ctx):
+        """What the report depends on: every earlier stage's output digest, the ledger head and the
+        code version."""
         head, _ = ledger_heads(ctx.ledger, set())
         return {s: _out(ctx, s) for s in ("scan", "analyze", "plan", "train", "audit")} | {
             "ledger": head, "version": _code()}
 
     @staticmethod
     def execute(ctx):
+        """Build OUT/report/ (HTML and JSON, `report.build_report`) from every artefact; returns
+        {html, json, html_bytes}."""
         from repoguard.report import build_report
 
         r = build_report(ctx.out, repo_name=ctx.repo.root.name)
@@ -402,10 +449,12 @@ class report:
 
     @staticmethod
     def outputs(ctx):
+        """SHA-256 (hex) of OUT/report/report.json."""
         return tree_digest(ctx.out / "report" / "report.json")
 
     @staticmethod
     def describe(info):
+        """The tail of the report's done line: its size and the HTML path."""
         return f": {info['html_bytes'] // 1024} KiB → {info['html']}"
 
 

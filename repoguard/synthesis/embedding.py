@@ -100,6 +100,8 @@ class Memoised:
         self.embedder, self._memo = embedder, {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d): the wrapped embedder's vectors, each distinct text embedded once per
+        process (held in memory only, never written)."""
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:
             for t, v in zip(todo, self.embedder.embed(todo)):
