@@ -116,7 +116,8 @@ class Context:
 
     @property
     def ledger(self) -> Path:
-        """The ledger this run reads and appends to: `--ledger`, else OUT/ledger.jsonl."""
+        """The ledger this run reads and appends to: the settings' `ledger_path` (a scheduled run's
+        shared ledger), else OUT/ledger.jsonl."""
         return Path(self.settings.ledger_path) if self.settings.ledger_path else self.out / "ledger.jsonl"
 
     def recorded(self, stage: str) -> dict:
