@@ -1,4 +1,4 @@
-"""The base64 blob prefilter (issue 45): one bounded Hyperscan pattern plus `_b64_blob_end`'s
+"""The base64 blob prefilter (issue 45): one bounded Hyperscan pattern plus `b64_blob_end`'s
 check reports exactly the blob ends of the former two-pattern form (a run holding a digit and
 an upper-case letter, min_length 33), which cost more than all the rules together. Both are
 compiled with Hyperscan here and run over texts built to sit on every edge: runs of 28–40
@@ -11,12 +11,12 @@ import pytest
 
 hyperscan = pytest.importorskip("hyperscan")
 
-from repoguard.credentials.engine import _b64_blob_end  # noqa: E402
+from repoguard.credentials.decode import B64_PREFILTER, b64_blob_end  # noqa: E402
 
 C = rb"[A-Za-z0-9+/_-]"
 OLD = [C + b"*" + a + C + b"*" + b + C + rb"*={0,2}(?:[^A-Za-z0-9+/=_-]|$)"
        for a, b in ((rb"[0-9]", rb"[A-Z]"), (rb"[A-Z]", rb"[0-9]"))]
-NEW = rb"[A-Za-z0-9+/_-]{32}={0,2}(?:[^A-Za-z0-9+/=_-]|$)"
+NEW = B64_PREFILTER      # what the engine compiles
 
 
 def _db(exprs: list[bytes], min_length: int | None):
@@ -53,7 +53,7 @@ def test_new_prefilter_reports_the_old_blob_ends():
     old_db, new_db = _db(OLD, 33), _db([NEW], None)
     for data in texts:
         old = _ends(old_db, data)
-        new = {t for t in _ends(new_db, data) if _b64_blob_end(data, t)}
+        new = {t for t in _ends(new_db, data) if b64_blob_end(data, t)}
         # a run shorter than 32 (old ≥ 33 with padding and end byte) is no blob `_decoded` reads
         old = {t for t in old if _run_len(data, t) >= 32}
         assert new == old, data[:200]

@@ -34,8 +34,8 @@ from repoguard.credentials.allowlist import compile_allowlist, is_allowed
 from repoguard.credentials.alphabet import mixed_alphabet
 from repoguard.credentials.ci_services import is_workflow, service_values
 from repoguard.credentials.checksums import check
-from repoguard.credentials.decode import (B64, B64_CHARS, HEX, HEX_CHARS, NEED_B64,
-                                          decode_blob)
+from repoguard.credentials.decode import (B64, B64_CHARS, B64_PREFILTER, HEX, HEX_CHARS, NEED_B64,
+                                          b64_blob_end, blob_rank, decode_blob)
 from repoguard.credentials.entropy import entropy_floor, shannon_entropy  # noqa: F401  (re-exported)
 from repoguard.credentials.findings import Finding, redact_secret, secret_hash
 from repoguard.credentials.keys import process_key
@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover - platform without wheels
 ALLOW_MARKERS = (b"repoguard:allow", b"gitleaks:allow")
 MAX_DECODE_DEPTH = 2
 _BLOB_WINDOW = 1002
-_CACHE_VERSION = 6   # 6: the base64 blob prefilter is one bounded pattern (`_b64_blob_end`)
+_CACHE_VERSION = 6   # 6: the base64 blob prefilter is one bounded pattern (`decode.b64_blob_end`)
 _CONTEXT = 4096  # bytes of a line kept around a match for line-target allowlists and markers
 # Generic key/token rules whose candidates a vendor-keyword veto makes low-confidence (never the
 # password rules: a password next to a vendor's name is still a password). A low finding is not
@@ -210,11 +210,11 @@ class Engine:
             exprs.append(re.escape(k).encode()), ids.append(self._kw_base + j), flags.append(caseless)
         # Blobs end at a non-blob byte (or the end), so each blob is reported about once.
         # Base64: the last 32 characters of a run, its padding and what ends it; which of those
-        # runs are worth decoding (a digit and an upper-case letter) is `_b64_blob_end`'s check.
+        # runs are worth decoding (a digit and an upper-case letter) is `decode.b64_blob_end`'s check.
         # The pattern that said it all (`c*[0-9]c*[A-Z]c*…`, min_length 33) cost 2.4× this one,
         # more than all the rules together (issue 45).
         ext = [hyperscan.ExpressionExt(flags=0)] * len(exprs)
-        exprs.append(rb"[A-Za-z0-9+/_-]{32}={0,2}(?:[^A-Za-z0-9+/=_-]|$)")
+        exprs.append(B64_PREFILTER)
         ids.append(self._blob_b64), flags.append(0), ext.append(hyperscan.ExpressionExt(flags=0))
         exprs.append(HEX + rb"(?:[^0-9a-zA-Z]|$)"), ids.append(self._blob_hex), flags.append(0)
         ext.append(hyperscan.ExpressionExt(flags=0))
@@ -398,7 +398,7 @@ class Engine:
                 elif i < self._blob_b64:
                     present.add(self.keywords[i - nrules])
                 elif i == self._blob_b64:
-                    if _b64_blob_end(data, t):
+                    if b64_blob_end(data, t):
                         blobs.append(("base64", t))
                 else:
                     blobs.append(("hex", t))
@@ -535,7 +535,7 @@ class Engine:
         out: list[Finding] = []
         taken = [(f.start, f.end) for f in direct if f.confidence != "low"]  # a low one may hide a blob's secret
         last_end = -1
-        for kind, e in sorted(blobs, key=lambda b: (b[1], _blob_rank(data, *b))):
+        for kind, e in sorted(blobs, key=lambda b: (b[1], blob_rank(data, *b))):
             if e <= last_end:
                 continue
             chars = B64_CHARS if kind == "base64" else HEX_CHARS
@@ -564,43 +564,6 @@ class Engine:
                 taken.append((s0, e0))
                 break
         return out
-
-
-_RUN = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
-_DIGITS, _UPPER = b"0123456789", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _b64_blob_end(data: bytes, t: int) -> bool:
-    """Is `t` (a match end of the base64 blob prefilter: a run of [A-Za-z0-9+/_-], up to two `=`,
-    then a byte outside those or the end of `data`) the end of a blob worth decoding: its whole
-    run holds a digit and an upper-case letter (base64 of text mixes them; identifiers, paths
-    and hex in lower case do not), and run, padding and end byte are ≥ 33 bytes? Exactly the
-    ends `[c]*[0-9][c]*[A-Z][c]*={0,2}(?:[^c=]|$)` (either order, min_length 33) reported."""
-    k = t
-    term = data[k - 1:k].translate(None, _RUN + b"=") != b""   # the byte that ended the run
-    if term:
-        k -= 1
-    pad = 0
-    while pad < 2 and data[k - 1:k] == b"=":
-        k, pad = k - 1, pad + 1
-    start = k
-    while start > 0:                   # back to the run's first byte (a run may be megabytes)
-        lo = max(0, start - 4096)
-        kept = len(data[lo:start].rstrip(_RUN))
-        start = lo + kept
-        if kept:
-            break
-    run = data[start:k]
-    return (len(run) + pad + term >= 33 and len(run.translate(None, _DIGITS)) < len(run)
-            and len(run.translate(None, _UPPER)) < len(run))
-
-
-def _blob_rank(data: bytes, kind: str, e: int) -> int:
-    """Order of a base64 and a hex blob ending at the same offset, as the database with the
-    former pattern reported them: at the end of the data (no end byte) base64 first, else hex
-    first (the first one read sets where the next may start)."""
-    at_end = data[e - 1:e].translate(None, B64_CHARS if kind == "base64" else HEX_CHARS) == b""
-    return (kind == "hex") if at_end else (kind == "base64")
 
 
 def vendor_prefixes(rules) -> tuple[bytes, ...]:
