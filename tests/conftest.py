@@ -66,6 +66,16 @@ def fixture_repo_copy(fixture_repo, tmp_path) -> Path:
 SMALL_PLAN = ["--batch-size", "8", "--steps", "3", "--c", "1"]
 
 
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """`repoguard ARGV` in this process: (exit code, stdout, stderr), earlier captured output dropped."""
+    from repoguard.cli import main
+
+    capsys.readouterr()
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
 @pytest.fixture(scope="session")
 def planned_fixture_repo(fixture_repo, tmp_path_factory) -> Path:
     """The fixture monorepo, analysed and planned with `SMALL_PLAN` (B = 8, T = 3, c = 1), once

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from repoguard.accounting.ledger import read_entries, record_run, side_dir, verify
-from repoguard.cli import main
 from repoguard.core.errors import InputError, PolicyError
+from conftest import run_cli as _cli  # noqa: E402
 
 FAST_PLAN = ["--steps", "20", "--batch-size", "8", "--c", "1"]
 NEW_SECRET = """
@@ -30,11 +30,6 @@ codenames = false
 """
 
 
-def _cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main(list(argv))
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
 
 
 def _plan(capsys, repo: Path, *extra) -> tuple[int, dict | None, str]:

@@ -12,15 +12,10 @@ import pytest
 
 from repoguard.cli import main
 
-from conftest import SMALL_PLAN as PLAN  # noqa: E402
+from conftest import SMALL_PLAN as PLAN, run_cli as _cli  # noqa: E402
 TRAIN = ["--steps", "3", "--max-length", "64"]
 
 
-def _cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _snapshot(d: Path) -> dict:
